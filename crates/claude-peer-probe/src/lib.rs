@@ -1,0 +1,153 @@
+//! OS facts for the Claude Code session registry, behind small traits.
+//!
+//! This crate (with the settings store) is the only place that touches the OS. It
+//! answers questions, it never decides: whether an entry is a live session is
+//! `claude_peer_registry::judge`'s call. Two traits carry the facts, so tests and
+//! property tests swap in fakes:
+//!
+//! - [`ProcessTable`]: `kill(pid, 0)`, `/proc/<pid>/stat` and `/proc/<pid>/status`,
+//!   this reader's uid and pid domain;
+//! - [`RegistryFs`]: the registry directory and its files, read without following
+//!   links, without blocking and never past a bound; sockets by `lstat` only.
+//!
+//! Nothing here connects to, reads or writes a socket, opens a `.key` file, or writes
+//! anywhere in a Claude home.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+use std::ffi::OsString;
+use std::io;
+use std::path::Path;
+use std::time::SystemTime;
+
+use claude_peer_registry::{Pid, ProcessFacts, Signal};
+
+mod fs;
+mod proc_stat;
+mod process;
+
+pub use fs::OsRegistryFs;
+pub use process::OsProcessTable;
+
+/// What this reader is: the facts a verdict compares records against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reader {
+    /// The effective uid of this process.
+    pub uid: u32,
+    /// `linux:<machine-id>:<pid namespace>`, or `None` where it cannot be learned.
+    pub pid_domain: Option<String>,
+}
+
+/// The process table, as far as the registry needs it.
+pub trait ProcessTable {
+    /// `kill(pid, 0)`. Never called for anything but a [`Pid`], so never for a group.
+    fn signal(&self, pid: Pid) -> Signal;
+
+    /// Everything else known about a pid that answered `signal`: state, thread-group
+    /// leadership, start token and start time. Unknown facts stay `None`.
+    fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts;
+
+    /// This reader's uid and pid domain.
+    fn reader(&self) -> Reader;
+}
+
+/// What kind of file system object an entry is, seen without following links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// A regular file.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// A named pipe.
+    Fifo,
+    /// A Unix socket.
+    Socket,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// The OS did not say.
+    Unknown,
+}
+
+impl FileKind {
+    /// A short name for messages: `regular file`, `fifo`, `symlink`, ….
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Regular => "regular file",
+            Self::Directory => "directory",
+            Self::Symlink => "symlink",
+            Self::Fifo => "fifo",
+            Self::Socket => "socket",
+            Self::CharDevice => "character device",
+            Self::BlockDevice => "block device",
+            Self::Unknown => "file of unknown type",
+        }
+    }
+}
+
+/// The registry directory itself, from `lstat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirStatus {
+    /// What the path is (a symlink is reported, not followed).
+    pub kind: FileKind,
+    /// Owner uid.
+    pub owner: u32,
+    /// Permission bits (`0o7777` mask).
+    pub mode: u32,
+}
+
+/// One directory entry, typed without following links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The entry's file name.
+    pub name: OsString,
+    /// What it is.
+    pub kind: FileKind,
+}
+
+/// What opening a record file gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordFile {
+    /// What the opened object is; only a regular file's bytes are read.
+    pub kind: FileKind,
+    /// Owner uid.
+    pub owner: u32,
+    /// Last modification.
+    pub modified: Option<SystemTime>,
+    /// At most `MAX_RECORD_BYTES + 1` bytes; empty unless `kind` is regular.
+    pub bytes: Vec<u8>,
+}
+
+/// A messaging socket's facts, from `lstat` only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketStatus {
+    /// Nothing at that path.
+    Missing,
+    /// Something is there.
+    Present {
+        /// What it is; only a socket can be a messaging endpoint.
+        kind: FileKind,
+        /// Owner uid.
+        owner: u32,
+    },
+}
+
+/// The registry directory, as far as scanning needs it.
+pub trait RegistryFs {
+    /// `lstat` of the registry directory; `Ok(None)` when it does not exist.
+    fn dir_status(&self, dir: &Path) -> io::Result<Option<DirStatus>>;
+
+    /// The directory's entries (no `.`/`..`), typed without following links.
+    fn list(&self, dir: &Path) -> io::Result<Vec<DirEntry>>;
+
+    /// Opens `path` without following links and without blocking, and reads at most
+    /// `MAX_RECORD_BYTES + 1` bytes if it is a regular file.
+    fn read_record(&self, path: &Path) -> io::Result<RecordFile>;
+
+    /// `lstat` of a messaging socket path. Never connects, reads or writes.
+    fn socket_status(&self, path: &Path) -> io::Result<SocketStatus>;
+}
