@@ -1,0 +1,299 @@
+//! `OsRegistryFs` against real files: FIFOs, links, devices, sparse and foreign files.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::os::unix::fs::{PermissionsExt as _, symlink};
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime};
+
+use claude_peer_probe::{DirEntry, FileKind, OsRegistryFs, RegistryFs, SocketStatus};
+use claude_peer_registry::MAX_RECORD_BYTES;
+use rustix::fs::{CWD, FileType, Mode};
+
+fn me() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(CWD, path, FileType::Fifo, Mode::from_raw_mode(0o644), 0).unwrap();
+}
+
+/// Reads on another thread so a regression that blocks fails the test instead of
+/// hanging the run; the bound is a hang guard, not a timing claim.
+fn read_record_guarded(path: &Path) -> claude_peer_probe::RecordFile {
+    let (tx, rx) = mpsc::channel();
+    let path = path.to_owned();
+    std::thread::spawn(move || tx.send(OsRegistryFs::new().read_record(&path)));
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("read_record must never block")
+        .unwrap()
+}
+
+#[test]
+fn a_fifo_named_like_a_record_is_reported_without_blocking_or_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("123.json");
+    mkfifo(&path);
+    let record = read_record_guarded(&path);
+    assert_eq!(record.kind, FileKind::Fifo);
+    assert!(record.bytes.is_empty(), "nothing is read from a fifo");
+    assert_eq!(record.owner, me());
+}
+
+#[test]
+fn a_symlink_to_dev_zero_is_reported_as_a_symlink_and_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("124.json");
+    symlink("/dev/zero", &path).unwrap();
+    let record = read_record_guarded(&path);
+    assert_eq!(record.kind, FileKind::Symlink);
+    assert!(record.bytes.is_empty());
+    assert_eq!(record.owner, me());
+}
+
+#[test]
+fn a_symlink_to_a_regular_record_is_still_only_a_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("target"), b"{\"sessionId\":\"x\"}").unwrap();
+    let path = dir.path().join("125.json");
+    symlink("target", &path).unwrap();
+    let record = OsRegistryFs::new().read_record(&path).unwrap();
+    assert_eq!(record.kind, FileKind::Symlink);
+    assert!(record.bytes.is_empty());
+}
+
+#[test]
+fn a_device_opened_directly_is_typed_and_not_read() {
+    let record = read_record_guarded(Path::new("/dev/zero"));
+    assert_eq!(record.kind, FileKind::CharDevice);
+    assert!(record.bytes.is_empty());
+}
+
+#[test]
+fn a_directory_named_like_a_record_is_typed_and_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("126.json");
+    std::fs::create_dir(&path).unwrap();
+    let record = OsRegistryFs::new().read_record(&path).unwrap();
+    assert_eq!(record.kind, FileKind::Directory);
+    assert!(record.bytes.is_empty());
+}
+
+#[test]
+fn a_1_gib_sparse_file_costs_only_one_byte_past_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("127.json");
+    File::create(&path).unwrap().set_len(1 << 30).unwrap();
+    let record = OsRegistryFs::new().read_record(&path).unwrap();
+    assert_eq!(record.kind, FileKind::Regular);
+    assert_eq!(
+        record.bytes.len(),
+        MAX_RECORD_BYTES + 1,
+        "one byte past the limit says too large"
+    );
+    assert!(
+        record.bytes.capacity() <= MAX_RECORD_BYTES + 1 + 64,
+        "memory is bounded by the cap, not the size"
+    );
+}
+
+#[test]
+fn a_file_just_over_the_limit_gives_its_exact_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("128.json");
+    let data: Vec<u8> = (0..MAX_RECORD_BYTES + 100)
+        .map(|i| (i % 251) as u8)
+        .collect();
+    std::fs::write(&path, &data).unwrap();
+    let record = OsRegistryFs::new().read_record(&path).unwrap();
+    assert_eq!(record.bytes, data[..=MAX_RECORD_BYTES]);
+}
+
+#[test]
+fn a_file_of_exactly_the_limit_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("129.json");
+    let data = vec![b' '; MAX_RECORD_BYTES];
+    std::fs::write(&path, &data).unwrap();
+    let record = OsRegistryFs::new().read_record(&path).unwrap();
+    assert_eq!(record.bytes.len(), MAX_RECORD_BYTES);
+}
+
+#[test]
+fn an_empty_file_is_a_regular_file_with_no_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("130.json");
+    File::create(&path).unwrap();
+    let record = OsRegistryFs::new().read_record(&path).unwrap();
+    assert_eq!(record.kind, FileKind::Regular);
+    assert!(
+        record.bytes.is_empty(),
+        "a torn write reads as empty, not as an error"
+    );
+}
+
+#[test]
+fn a_small_record_is_read_exactly_with_owner_and_mtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("131.json");
+    let data = br#"{"pid":131,"sessionId":"3f2c"}"#;
+    File::create(&path).unwrap().write_all(data).unwrap();
+    let record = OsRegistryFs::new().read_record(&path).unwrap();
+    assert_eq!(record.kind, FileKind::Regular);
+    assert_eq!(record.bytes, data);
+    assert_eq!(record.owner, me());
+    let modified = record.modified.expect("an mtime");
+    let now = SystemTime::now();
+    assert!(modified > now - Duration::from_secs(3600) && modified < now + Duration::from_secs(60));
+}
+
+#[test]
+fn a_record_owned_by_another_uid_reports_that_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("132.json");
+    std::fs::write(&path, b"{}").unwrap();
+    let expected = if me() == 0 {
+        std::os::unix::fs::chown(&path, Some(12345), None).unwrap();
+        12345
+    } else {
+        // Only root can give a file away; the same-owner path is still checked.
+        me()
+    };
+    let record = OsRegistryFs::new().read_record(&path).unwrap();
+    assert_eq!(record.owner, expected);
+    assert_eq!(record.bytes, b"{}");
+}
+
+#[test]
+fn a_missing_record_is_an_error_not_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = OsRegistryFs::new()
+        .read_record(&dir.path().join("133.json"))
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+}
+
+#[test]
+fn a_bound_unix_socket_is_present_as_a_socket_with_its_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("134.sock");
+    let _listener = UnixListener::bind(&path).unwrap();
+    assert_eq!(
+        OsRegistryFs::new().socket_status(&path).unwrap(),
+        SocketStatus::Present {
+            kind: FileKind::Socket,
+            owner: me()
+        }
+    );
+}
+
+#[test]
+fn socket_status_reports_other_things_and_absence_by_lstat_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = OsRegistryFs::new();
+    let regular = dir.path().join("135.sock");
+    std::fs::write(&regular, b"").unwrap();
+    assert_eq!(
+        fs.socket_status(&regular).unwrap(),
+        SocketStatus::Present {
+            kind: FileKind::Regular,
+            owner: me()
+        }
+    );
+
+    let sock = dir.path().join("real.sock");
+    let _listener = UnixListener::bind(&sock).unwrap();
+    let link = dir.path().join("136.sock");
+    symlink(&sock, &link).unwrap();
+    assert_eq!(
+        fs.socket_status(&link).unwrap(),
+        SocketStatus::Present {
+            kind: FileKind::Symlink,
+            owner: me()
+        },
+        "a link to a socket is a link"
+    );
+
+    assert_eq!(
+        fs.socket_status(&dir.path().join("137.sock")).unwrap(),
+        SocketStatus::Missing
+    );
+}
+
+#[test]
+fn list_types_every_entry_without_following_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("1000.json"), b"{}").unwrap();
+    mkfifo(&d.join("1001.json"));
+    symlink("/dev/zero", d.join("1002.json")).unwrap();
+    symlink(d.join("sub"), d.join("1003.json")).unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+
+    let mut entries = OsRegistryFs::new().list(d).unwrap();
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    let entry = |name: &str, kind| DirEntry {
+        name: name.into(),
+        kind,
+    };
+    assert_eq!(
+        entries,
+        [
+            entry("1000.json", FileKind::Regular),
+            entry("1001.json", FileKind::Fifo),
+            entry("1002.json", FileKind::Symlink),
+            entry("1003.json", FileKind::Symlink),
+            entry("sub", FileKind::Directory),
+        ],
+        "no . or .., links typed as links"
+    );
+}
+
+#[test]
+fn list_of_an_empty_directory_is_empty_and_of_a_missing_one_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = OsRegistryFs::new();
+    assert_eq!(fs.list(dir.path()).unwrap(), []);
+    let err = fs.list(&dir.path().join("missing")).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+}
+
+#[test]
+fn dir_status_reports_kind_owner_and_permission_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir(&sessions).unwrap();
+    std::fs::set_permissions(&sessions, std::fs::Permissions::from_mode(0o720)).unwrap();
+    let status = OsRegistryFs::new().dir_status(&sessions).unwrap().unwrap();
+    assert_eq!(status.kind, FileKind::Directory);
+    assert_eq!(status.owner, me());
+    assert_eq!(status.mode, 0o720, "group-writable shows in the bits");
+}
+
+#[test]
+fn dir_status_of_a_symlink_to_a_directory_is_the_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = dir.path().join("sessions");
+    symlink(&real, &link).unwrap();
+    let status = OsRegistryFs::new().dir_status(&link).unwrap().unwrap();
+    assert_eq!(
+        status.kind,
+        FileKind::Symlink,
+        "a symlinked registry is reported, not followed"
+    );
+}
+
+#[test]
+fn dir_status_of_a_missing_directory_is_none() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        OsRegistryFs::new()
+            .dir_status(&dir.path().join("sessions"))
+            .unwrap(),
+        None
+    );
+}
