@@ -1,0 +1,246 @@
+//! The file-system seam: the few operations an update needs, so tests can inject a failure
+//! or a concurrent edit between any two of them.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read as _, Write as _};
+use std::os::unix::fs::DirBuilderExt as _;
+use std::path::Path;
+use std::time::SystemTime;
+
+use rustix::fs::{CWD, FileType, FlockOperation, Mode, OFlags};
+
+/// What is at a path, looked at without following a final symbolic link (except where
+/// [`SettingsFs::load`] is asked to follow).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// Nothing is there.
+    Missing,
+    /// A regular file, with its bytes and permission bits.
+    Regular {
+        /// The exact bytes.
+        bytes: Vec<u8>,
+        /// Permission bits (`st_mode & 0o7777`).
+        mode: u32,
+    },
+    /// A symbolic link (only when not following).
+    Symlink,
+    /// Something else: `a directory`, `a fifo`, `a socket`, `a device`.
+    Other(&'static str),
+}
+
+/// What [`SettingsFs::stat`] reports about a directory entry (not following links).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Whether it is a regular file.
+    pub regular: bool,
+    /// Its modification time.
+    pub modified: SystemTime,
+}
+
+/// The operations a [`crate::SettingsStore`] performs, in the order an update uses them:
+/// `create_dir_all`, `lock`, `load`, `list_dir`/`stat`/`remove` (stale temporary files),
+/// `create_temp`, `write_temp`, `load` again, `rename`, `sync_dir`.
+pub trait SettingsFs {
+    /// An open temporary file.
+    type Temp;
+    /// A held advisory lock, released on drop.
+    type Lock;
+
+    /// Reads what is at `path`; a final symbolic link is followed only when `follow` is true.
+    /// Never blocks on a fifo.
+    fn load(&self, path: &Path, follow: bool) -> io::Result<Entry>;
+    /// Creates `dir` and its missing ancestors with `mode`.
+    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()>;
+    /// Takes an exclusive advisory lock on `path`, creating it (mode 0600, no link followed);
+    /// blocks until the lock is free.
+    fn lock(&self, path: &Path) -> io::Result<Self::Lock>;
+    /// The names in `dir`.
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>>;
+    /// Looks at `path` without following a link; `None` when missing.
+    fn stat(&self, path: &Path) -> io::Result<Option<Stat>>;
+    /// Creates `path` exclusively, without following links, with exactly `mode`.
+    fn create_temp(&self, path: &Path, mode: u32) -> io::Result<Self::Temp>;
+    /// Writes all of `bytes` to the temporary file and fsyncs it.
+    fn write_temp(&self, temp: &mut Self::Temp, bytes: &[u8]) -> io::Result<()>;
+    /// Renames `from` over `to`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Fsyncs the directory `dir`.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Removes the file `path`.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+}
+
+impl<F: SettingsFs + ?Sized> SettingsFs for &F {
+    type Temp = F::Temp;
+    type Lock = F::Lock;
+    fn load(&self, path: &Path, follow: bool) -> io::Result<Entry> {
+        (**self).load(path, follow)
+    }
+    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
+        (**self).create_dir_all(dir, mode)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Self::Lock> {
+        (**self).lock(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        (**self).list_dir(dir)
+    }
+    fn stat(&self, path: &Path) -> io::Result<Option<Stat>> {
+        (**self).stat(path)
+    }
+    fn create_temp(&self, path: &Path, mode: u32) -> io::Result<Self::Temp> {
+        (**self).create_temp(path, mode)
+    }
+    fn write_temp(&self, temp: &mut Self::Temp, bytes: &[u8]) -> io::Result<()> {
+        (**self).write_temp(temp, bytes)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        (**self).rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        (**self).sync_dir(dir)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        (**self).remove(path)
+    }
+}
+
+/// The real file system, through `rustix`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RealFs;
+
+fn kind_name(file_type: FileType) -> &'static str {
+    match file_type {
+        FileType::Directory => "a directory",
+        FileType::Fifo => "a fifo",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice | FileType::BlockDevice => "a device",
+        FileType::Symlink => "a symbolic link",
+        _ => "an unknown kind of file",
+    }
+}
+
+fn missing_as_none<T>(result: io::Result<T>) -> io::Result<Option<T>> {
+    match result {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl SettingsFs for RealFs {
+    type Temp = File;
+    type Lock = File;
+
+    fn load(&self, path: &Path, follow: bool) -> io::Result<Entry> {
+        let stat = if follow {
+            rustix::fs::stat(path)
+        } else {
+            rustix::fs::lstat(path)
+        };
+        let Some(stat) = missing_as_none(stat.map_err(io::Error::from))? else {
+            return Ok(Entry::Missing);
+        };
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => {}
+            FileType::Symlink => return Ok(Entry::Symlink),
+            other => return Ok(Entry::Other(kind_name(other))),
+        }
+        let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+        if !follow {
+            flags |= OFlags::NOFOLLOW;
+        }
+        let fd = match rustix::fs::openat(CWD, path, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(Entry::Missing),
+            Err(rustix::io::Errno::LOOP) if !follow => return Ok(Entry::Symlink),
+            Err(e) => return Err(e.into()),
+        };
+        // Whatever was swapped in between stat and open, judge what was actually opened.
+        let stat = rustix::fs::fstat(&fd)?;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => {}
+            other => return Ok(Entry::Other(kind_name(other))),
+        }
+        let mut file = File::from(fd);
+        let mut bytes = Vec::with_capacity(usize::try_from(stat.st_size).unwrap_or(0));
+        file.read_to_end(&mut bytes)?;
+        Ok(Entry::Regular {
+            bytes,
+            mode: stat.st_mode & 0o7777,
+        })
+    }
+
+    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(mode)
+            .create(dir)
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<File> {
+        let fd = rustix::fs::openat(
+            CWD,
+            path,
+            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        rustix::fs::flock(&fd, FlockOperation::LockExclusive)?;
+        Ok(File::from(fd))
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        std::fs::read_dir(dir)?
+            .map(|entry| entry.map(|e| e.file_name()))
+            .collect()
+    }
+
+    fn stat(&self, path: &Path) -> io::Result<Option<Stat>> {
+        let Some(meta) = missing_as_none(std::fs::symlink_metadata(path))? else {
+            return Ok(None);
+        };
+        Ok(Some(Stat {
+            regular: meta.file_type().is_file(),
+            modified: meta.modified()?,
+        }))
+    }
+
+    fn create_temp(&self, path: &Path, mode: u32) -> io::Result<File> {
+        let fd = rustix::fs::openat(
+            CWD,
+            path,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        // The umask narrowed the creation mode; set exactly the one wanted.
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
+        Ok(File::from(fd))
+    }
+
+    fn write_temp(&self, temp: &mut File, bytes: &[u8]) -> io::Result<()> {
+        temp.write_all(bytes)?;
+        temp.sync_all()
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        rustix::fs::renameat(CWD, from, CWD, to)?;
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let fd = rustix::fs::openat(
+            CWD,
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        rustix::fs::fsync(&fd)?;
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        rustix::fs::unlinkat(CWD, path, rustix::fs::AtFlags::empty())?;
+        Ok(())
+    }
+}

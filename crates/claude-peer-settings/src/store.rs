@@ -1,0 +1,406 @@
+//! Reading and updating one settings file.
+
+use std::ffi::{OsStr, OsString};
+use std::hash::{BuildHasher as _, Hasher as _};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::edit::{self, DocError};
+use crate::fs::{Entry, RealFs, SettingsFs};
+use crate::policy::{INBOUND_KEY, InboundPolicy, Revision};
+use crate::Error;
+
+/// Temporary files of ours older than this are left-overs of a crashed writer.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60);
+
+/// Mode of a settings file this crate creates.
+const NEW_FILE_MODE: u32 = 0o600;
+/// Mode of a Claude home directory this crate creates.
+const NEW_DIR_MODE: u32 = 0o700;
+
+/// What a settings file held when it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Snapshot {
+    /// The settings file.
+    pub path: PathBuf,
+    /// Whether the file exists (a missing file reads as `{}`).
+    pub exists: bool,
+    /// The revision of the exact bytes; pass it to an update to make it a compare-and-swap.
+    pub revision: Revision,
+    /// The user's value; `None` means Claude Code's default, which is not `accept`.
+    pub inbound: Option<InboundPolicy>,
+}
+
+/// A settings file (normally `<claude home>/settings.json`), read and changed through `F`.
+#[derive(Debug, Clone)]
+pub struct SettingsStore<F: SettingsFs = RealFs> {
+    path: PathBuf,
+    fs: F,
+}
+
+impl SettingsStore<RealFs> {
+    /// The store for the settings file at `path`, on the real file system.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        SettingsStore::with_fs(path, RealFs)
+    }
+}
+
+fn doc_error(path: &Path, e: DocError) -> Error {
+    match e {
+        DocError::InvalidJson(message) => Error::InvalidJson {
+            path: path.to_owned(),
+            message,
+        },
+        DocError::NotAnObject(found) => Error::NotAnObject {
+            path: path.to_owned(),
+            found,
+        },
+    }
+}
+
+/// The user's `crossSessionInbound` in `bytes`, validated.
+pub(crate) fn inbound_of(path: &Path, bytes: &[u8]) -> Result<Option<InboundPolicy>, Error> {
+    let Some((value, raw)) = edit::get(bytes, INBOUND_KEY).map_err(|e| doc_error(path, e))? else {
+        return Ok(None);
+    };
+    value
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .map(Some)
+        .ok_or_else(|| Error::InvalidValue {
+            path: path.to_owned(),
+            value: raw,
+        })
+}
+
+/// Reads `path` following links, as Claude Code does; a missing file is empty bytes.
+pub(crate) fn read_bytes<F: SettingsFs>(fs: &F, path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    match fs.load(path, true) {
+        Ok(Entry::Missing) => Ok(None),
+        Ok(Entry::Regular { bytes, .. }) => Ok(Some(bytes)),
+        Ok(Entry::Symlink) => Err(Error::Symlink {
+            path: path.to_owned(),
+        }),
+        Ok(Entry::Other(kind)) => Err(Error::NotRegularFile {
+            path: path.to_owned(),
+            kind,
+        }),
+        Err(source) => Err(Error::Read {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// `.settings.json.claude-peers-` for `settings.json`.
+fn temp_prefix(file_name: &OsStr) -> OsString {
+    let mut prefix = OsString::from(".");
+    prefix.push(file_name);
+    prefix.push(".claude-peers-");
+    prefix
+}
+
+const TEMP_SUFFIX: &str = ".tmp";
+const RANDOM_HEX_LEN: usize = 16;
+
+/// Whether `name` is one of our temporary files for the settings file `file_name`:
+/// `.<file name>.claude-peers-<16 hex>.tmp`.
+fn is_our_temp(name: &OsStr, file_name: &OsStr) -> bool {
+    let prefix = temp_prefix(file_name);
+    let (name, prefix) = (name.as_encoded_bytes(), prefix.as_encoded_bytes());
+    name.len() == prefix.len() + RANDOM_HEX_LEN + TEMP_SUFFIX.len()
+        && name.starts_with(prefix)
+        && name.ends_with(TEMP_SUFFIX.as_bytes())
+        && name[prefix.len()..prefix.len() + RANDOM_HEX_LEN]
+            .iter()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// 64 random bits from the process id, the time, a counter and std's per-process random keys.
+fn random_u64() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    hasher.write_u128(nanos);
+    hasher.finish()
+}
+
+/// How an update changes the bytes: `Ok(None)` = nothing to write.
+type EditFn<'a> = dyn FnOnce(&[u8]) -> Result<Option<Vec<u8>>, Error> + 'a;
+
+impl<F: SettingsFs> SettingsStore<F> {
+    /// The store for the settings file at `path`, on the file system `fs`.
+    pub fn with_fs(path: impl Into<PathBuf>, fs: F) -> Self {
+        SettingsStore {
+            path: path.into(),
+            fs,
+        }
+    }
+
+    /// The settings file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The lock file our writers share: `.<file name>.claude-peers.lock` beside the settings file.
+    /// It is left in place (removing a lock file races with the next writer).
+    #[must_use]
+    pub fn lock_path(&self) -> PathBuf {
+        let mut name = OsString::from(".");
+        name.push(self.path.file_name().unwrap_or_else(|| OsStr::new("settings.json")));
+        name.push(".claude-peers.lock");
+        self.dir().join(name)
+    }
+
+    fn dir(&self) -> PathBuf {
+        match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        }
+    }
+
+    fn file_name(&self) -> &OsStr {
+        self.path.file_name().unwrap_or_else(|| OsStr::new("settings.json"))
+    }
+
+    /// Reads the file (following a symbolic link, as Claude Code does) and validates it.
+    pub fn read(&self) -> Result<Snapshot, Error> {
+        let bytes = read_bytes(&self.fs, &self.path)?;
+        let exists = bytes.is_some();
+        let bytes = bytes.unwrap_or_default();
+        Ok(Snapshot {
+            path: self.path.clone(),
+            exists,
+            revision: Revision::of(&bytes),
+            inbound: inbound_of(&self.path, &bytes)?,
+        })
+    }
+
+    /// Sets `crossSessionInbound` to `policy`. With `expected`, the update is a
+    /// compare-and-swap against that revision. Setting the value the file already has writes
+    /// nothing. Returns what the file holds afterwards.
+    pub fn set_inbound(
+        &self,
+        policy: InboundPolicy,
+        expected: Option<&Revision>,
+    ) -> Result<Snapshot, Error> {
+        let value = Value::from(policy.as_str());
+        self.update_inbound(expected, &|bytes| edit::set(bytes, INBOUND_KEY, &value))
+    }
+
+    /// Removes `crossSessionInbound` (back to Claude Code's default), every occurrence of it.
+    pub fn reset_inbound(&self, expected: Option<&Revision>) -> Result<Snapshot, Error> {
+        self.update_inbound(expected, &|bytes| edit::remove(bytes, INBOUND_KEY))
+    }
+
+    fn update_inbound(
+        &self,
+        expected: Option<&Revision>,
+        edit: &dyn Fn(&[u8]) -> Result<Option<Vec<u8>>, DocError>,
+    ) -> Result<Snapshot, Error> {
+        let path = &self.path;
+        let (exists, bytes) = self.update(expected, Box::new(|old| {
+            edit(old).map_err(|e| doc_error(path, e))
+        }))?;
+        Ok(Snapshot {
+            path: path.clone(),
+            exists,
+            revision: Revision::of(&bytes),
+            inbound: inbound_of(path, &bytes)?,
+        })
+    }
+
+    /// Sets the top-level `key` to `value` with the minimal byte edit (see the crate docs).
+    /// Returns the file's revision afterwards.
+    pub fn set_key(
+        &self,
+        key: &str,
+        value: &Value,
+        expected: Option<&Revision>,
+    ) -> Result<Revision, Error> {
+        let path = &self.path;
+        let (_, bytes) = self.update(expected, Box::new(|old| {
+            edit::set(old, key, value).map_err(|e| doc_error(path, e))
+        }))?;
+        Ok(Revision::of(&bytes))
+    }
+
+    /// Removes every top-level occurrence of `key`. Returns the file's revision afterwards.
+    pub fn remove_key(&self, key: &str, expected: Option<&Revision>) -> Result<Revision, Error> {
+        let path = &self.path;
+        let (_, bytes) = self.update(expected, Box::new(|old| {
+            edit::remove(old, key).map_err(|e| doc_error(path, e))
+        }))?;
+        Ok(Revision::of(&bytes))
+    }
+
+    fn write_error(&self, action: &'static str, path: &Path, source: io::Error) -> Error {
+        let _ = self;
+        Error::Write {
+            action,
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    /// Loads the settings file for an update: no link followed, only a regular file or nothing.
+    fn load_for_update(&self) -> Result<(Option<u32>, Vec<u8>), Error> {
+        match self.fs.load(&self.path, false) {
+            Ok(Entry::Missing) => Ok((None, Vec::new())),
+            Ok(Entry::Regular { bytes, mode }) => Ok((Some(mode), bytes)),
+            Ok(Entry::Symlink) => Err(Error::Symlink {
+                path: self.path.clone(),
+            }),
+            Ok(Entry::Other(kind)) => Err(Error::NotRegularFile {
+                path: self.path.clone(),
+                kind,
+            }),
+            Err(source) => Err(Error::Read {
+                path: self.path.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// The whole update under our lock; returns whether the file exists and its bytes afterwards.
+    fn update(&self, expected: Option<&Revision>, edit: Box<EditFn<'_>>) -> Result<(bool, Vec<u8>), Error> {
+        let dir = self.dir();
+        self.fs
+            .create_dir_all(&dir, NEW_DIR_MODE)
+            .map_err(|e| self.write_error("create directory", &dir, e))?;
+        let lock_path = self.lock_path();
+        let _lock = self
+            .fs
+            .lock(&lock_path)
+            .map_err(|e| self.write_error("lock", &lock_path, e))?;
+
+        let (mode, old) = self.load_for_update()?;
+        let read_revision = Revision::of(&old);
+        if let Some(expected) = expected.filter(|e| **e != read_revision) {
+            return Err(Error::Conflict {
+                path: self.path.clone(),
+                expected: expected.clone(),
+                found: read_revision,
+            });
+        }
+        let Some(new) = edit(&old)? else {
+            return Ok((mode.is_some(), old));
+        };
+
+        self.remove_stale_temps(&dir);
+        let (temp_path, mut temp) = self.create_temp(&dir, mode.unwrap_or(NEW_FILE_MODE))?;
+        let result = self.write_and_rename(&temp_path, &mut temp, &old, &read_revision, &new);
+        drop(temp);
+        if result.is_err() {
+            // Best effort; after a failed rename it may already be gone.
+            let _ = self.fs.remove(&temp_path);
+        }
+        result?;
+        self.fs
+            .sync_dir(&dir)
+            .map_err(|source| Error::NotDurable {
+                path: self.path.clone(),
+                source,
+            })?;
+        Ok((true, new))
+    }
+
+    fn create_temp(&self, dir: &Path, mode: u32) -> Result<(PathBuf, F::Temp), Error> {
+        let prefix = temp_prefix(self.file_name());
+        let mut attempt = 0;
+        loop {
+            let mut name = prefix.clone();
+            name.push(format!("{:016x}{TEMP_SUFFIX}", random_u64()));
+            let path = dir.join(name);
+            match self.fs.create_temp(&path, mode) {
+                Ok(temp) => return Ok((path, temp)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => attempt += 1,
+                Err(e) => return Err(self.write_error("create temporary file", &path, e)),
+            }
+        }
+    }
+
+    fn write_and_rename(
+        &self,
+        temp_path: &Path,
+        temp: &mut F::Temp,
+        old: &[u8],
+        read_revision: &Revision,
+        new: &[u8],
+    ) -> Result<(), Error> {
+        self.fs
+            .write_temp(temp, new)
+            .map_err(|e| self.write_error("write", temp_path, e))?;
+        // Writers that take no lock (Claude Code) are caught here: compare once more right
+        // before the rename.
+        let (_, now) = match self.load_for_update() {
+            Ok(loaded) => loaded,
+            Err(Error::Symlink { .. } | Error::NotRegularFile { .. }) => (None, b"\0changed".to_vec()),
+            Err(e) => return Err(e),
+        };
+        if now != old {
+            return Err(Error::Conflict {
+                path: self.path.clone(),
+                expected: read_revision.clone(),
+                found: Revision::of(&now),
+            });
+        }
+        self.fs
+            .rename(temp_path, &self.path)
+            .map_err(|e| self.write_error("rename to", &self.path, e))
+    }
+
+    /// Removes our temporary files older than [`STALE_TEMP_AGE`]; best effort (a failure here
+    /// must not stop the update).
+    fn remove_stale_temps(&self, dir: &Path) {
+        let Ok(names) = self.fs.list_dir(dir) else {
+            return;
+        };
+        let now = SystemTime::now();
+        for name in names.iter().filter(|n| is_our_temp(n, self.file_name())) {
+            let path = dir.join(name);
+            let stale = self.fs.stat(&path).ok().flatten().is_some_and(|s| {
+                s.regular && now.duration_since(s.modified).is_ok_and(|age| age > STALE_TEMP_AGE)
+            });
+            if stale {
+                let _ = self.fs.remove(&path);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_exact_temp_names_are_recognized() {
+        let f = OsStr::new("settings.json");
+        assert!(is_our_temp(OsStr::new(".settings.json.claude-peers-0123456789abcdef.tmp"), f));
+        for other in [
+            "settings.json",
+            ".settings.json.claude-peers.lock",
+            ".settings.json.claude-peers-0123456789abcdeF.tmp",
+            ".settings.json.claude-peers-0123456789abcde.tmp",
+            ".settings.local.json.claude-peers-0123456789abcdef.tmp",
+            ".settings.json.claude-peers-0123456789abcdef.tmp.bak",
+        ] {
+            assert!(!is_our_temp(OsStr::new(other), f), "{other}");
+        }
+    }
+
+    #[test]
+    fn random_names_differ_between_calls() {
+        assert_ne!(random_u64(), random_u64());
+    }
+}
