@@ -2,7 +2,7 @@
 //! non-blocking read per record.
 
 use std::fs::{FileType, Metadata};
-use std::io::{self, Read as _};
+use std::io;
 use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
 use std::path::Path;
 
@@ -79,11 +79,7 @@ impl RegistryFs for OsRegistryFs {
             bytes: Vec::new(),
         };
         if kind == FileKind::Regular {
-            // One spare byte beyond the size, so EOF is seen without growing.
-            let hint = usize::try_from(meta.len())
-                .unwrap_or(usize::MAX)
-                .saturating_add(1);
-            record.bytes = read_bounded(&file, hint.min(READ_CAP))?;
+            record.bytes = read_bounded(&file, meta.len())?;
         }
         Ok(record)
     }
@@ -122,13 +118,35 @@ fn symlink_record(path: &Path, errno: Errno) -> io::Result<RecordFile> {
     }
 }
 
-/// Reads until EOF or `READ_CAP` bytes, into one allocation of `capacity`
-/// unless the file grew since `fstat`.
-fn read_bounded(file: &std::fs::File, capacity: usize) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(capacity);
-    // `take` bounds the reads themselves, not just what is kept.
-    let cap = u64::try_from(READ_CAP).unwrap_or(u64::MAX);
-    file.take(cap).read_to_end(&mut bytes)?;
+/// Reads at most `READ_CAP` bytes of a regular file whose `fstat` said `size`.
+///
+/// One allocation sized from `size` (one spare byte, to see growth), never more
+/// than the cap. A short read once `size` bytes are in is EOF for a regular file,
+/// which saves the usual zero-byte read.
+fn read_bounded(file: &std::fs::File, size: u64) -> io::Result<Vec<u8>> {
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    let mut bytes = vec![0; size.saturating_add(1).min(READ_CAP)];
+    let mut len = 0;
+    while let Some(spare) = bytes.get_mut(len..).filter(|s| !s.is_empty()) {
+        let wanted = spare.len();
+        match rustix::io::read(file, spare) {
+            Ok(0) => break,
+            Ok(n) => {
+                len += n;
+                if n < wanted && len >= size {
+                    break;
+                }
+            }
+            Err(Errno::INTR) => {}
+            Err(errno) => return Err(errno.into()),
+        }
+        if len == bytes.len() && len < READ_CAP {
+            // The file grew past its size: make room, never past the cap.
+            let more = len.max(4096).min(READ_CAP - len);
+            bytes.resize(len + more, 0);
+        }
+    }
+    bytes.truncate(len);
     Ok(bytes)
 }
 
@@ -150,5 +168,37 @@ fn kind_of(file_type: FileType) -> FileKind {
         FileKind::BlockDevice
     } else {
         FileKind::Unknown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{READ_CAP, read_bounded};
+
+    fn file_of(len: usize) -> (tempfile::TempDir, std::fs::File, Vec<u8>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.json");
+        let data: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        (dir, std::fs::File::open(&path).unwrap(), data)
+    }
+
+    #[test]
+    fn a_file_that_grew_since_its_fstat_is_read_whole() {
+        let (_dir, file, data) = file_of(10_000);
+        assert_eq!(read_bounded(&file, 3).unwrap(), data);
+    }
+
+    #[test]
+    fn a_file_that_grew_past_the_cap_is_cut_exactly_at_the_cap() {
+        let (_dir, file, data) = file_of(READ_CAP + 5000);
+        let bytes = read_bounded(&file, 0).unwrap();
+        assert_eq!(bytes, data[..READ_CAP]);
+    }
+
+    #[test]
+    fn a_file_that_shrank_since_its_fstat_gives_what_is_there() {
+        let (_dir, file, data) = file_of(100);
+        assert_eq!(read_bounded(&file, 5000).unwrap(), data);
     }
 }

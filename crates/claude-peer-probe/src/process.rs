@@ -72,12 +72,14 @@ impl ProcessTable for OsProcessTable {
 mod linux {
     use std::io::Write as _;
     use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, SystemTime};
 
     use claude_peer_registry::{Pid, ProcessFacts, ProcessState, Signal};
-    use rustix::fd::OwnedFd;
-    use rustix::fs::{Mode, OFlags};
+    use rustix::fd::{AsFd, OwnedFd};
+    use rustix::fs::{CWD, Mode, OFlags};
     use rustix::io::Errno;
+    use rustix::process::PidfdFlags;
 
     use crate::proc_stat;
 
@@ -89,12 +91,33 @@ mod linux {
     const PROC_STAT_BUF: usize = 256 * 1024;
     /// `USER_HZ` on every Linux architecture but alpha; used if auxv does not say.
     const DEFAULT_CLOCK_TICKS: u64 = 100;
+    /// Flags for every `/proc` and `/etc` read: nothing followed, nothing inherited.
+    const READ_FLAGS: OFlags = OFlags::RDONLY
+        .union(OFlags::CLOEXEC)
+        .union(OFlags::NOFOLLOW)
+        .union(OFlags::NOCTTY);
 
     /// Facts learned once: they do not change while this process runs.
-    #[derive(Debug, Default)]
+    #[derive(Debug)]
     pub(super) struct Cache {
+        /// `/proc`, opened once so each pid costs an `openat` of `<pid>/stat` only.
+        proc_dir: OnceLock<Option<OwnedFd>>,
         clock: OnceLock<Option<Clock>>,
         pid_domain: OnceLock<Option<String>>,
+        /// Cleared when `pidfd_open` turns out to be unavailable (before Linux 5.3,
+        /// or filtered by seccomp); `/proc/<pid>/status` answers instead.
+        pub(super) pidfd_usable: AtomicBool,
+    }
+
+    impl Default for Cache {
+        fn default() -> Self {
+            Self {
+                proc_dir: OnceLock::new(),
+                clock: OnceLock::new(),
+                pid_domain: OnceLock::new(),
+                pidfd_usable: AtomicBool::new(true),
+            }
+        }
     }
 
     /// What turns a `starttime` into wall-clock time.
@@ -107,13 +130,13 @@ mod linux {
     impl Clock {
         fn learn() -> Option<Self> {
             let mut buf = vec![0; PROC_STAT_BUF];
-            let stat = read_file("/proc/stat", &mut buf, |read| {
+            let stat = read_file(CWD, "/proc/stat", &mut buf, |read| {
                 proc_stat::boot_time(read).is_some()
             })?;
             let boot = SystemTime::UNIX_EPOCH
                 .checked_add(Duration::from_secs(proc_stat::boot_time(stat)?))?;
             let mut auxv = [0; 1024];
-            let ticks_per_second = read_file("/proc/self/auxv", &mut auxv, |_| false)
+            let ticks_per_second = read_file(CWD, "/proc/self/auxv", &mut auxv, |_| false)
                 .and_then(proc_stat::auxv_clock_ticks)
                 .unwrap_or(DEFAULT_CLOCK_TICKS);
             Some(Self {
@@ -134,13 +157,21 @@ mod linux {
     impl Cache {
         pub(super) fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {
             let mut facts = ProcessFacts::with_signal(signal);
+            let Some(proc_dir) = self.proc_dir() else {
+                // No /proc: nothing more is known.
+                return facts;
+            };
             let mut path = PathBuf::new();
 
             let mut stat_buf = [0; STAT_BUF];
             // The stat line is complete once its newline has arrived.
             let stat = path
-                .proc(pid, "stat")
-                .and_then(|p| read_file(p, &mut stat_buf, |read| read.last() == Some(&b'\n')))
+                .of(pid, "stat")
+                .and_then(|p| {
+                    read_file(proc_dir, p, &mut stat_buf, |read| {
+                        read.last() == Some(&b'\n')
+                    })
+                })
                 .and_then(proc_stat::parse_stat);
             let Some(stat) = stat else {
                 // Vanished, unreadable or malformed: nothing is known.
@@ -153,19 +184,51 @@ mod linux {
             });
             facts.start_token = Some(stat.start_text.to_owned());
             facts.started_at = self.clock().and_then(|c| c.at(stat.start_ticks));
+            facts.thread_group_leader = self.thread_group_leader(proc_dir, &mut path, pid);
+            facts
+        }
 
+        /// Whether `pid` is a process rather than a thread of one.
+        ///
+        /// `pidfd_open` without `PIDFD_THREAD` accepts thread-group leaders only (its
+        /// documented contract), and costs one call where reading `/proc/<pid>/status`
+        /// (whose `Tgid:` says the same) costs three and has the kernel render the
+        /// whole file. The status file is the fallback where `pidfd_open` is missing.
+        fn thread_group_leader(
+            &self,
+            proc_dir: &OwnedFd,
+            path: &mut PathBuf,
+            pid: Pid,
+        ) -> Option<bool> {
+            if self.pidfd_usable.load(Ordering::Relaxed) {
+                let target = rustix::process::Pid::from_raw(pid.as_i32())?;
+                match rustix::process::pidfd_open(target, PidfdFlags::empty()) {
+                    Ok(_pidfd) => return Some(true),
+                    Err(Errno::INVAL) => return Some(false),
+                    // Gone since the stat read: unknown, not guessed.
+                    Err(Errno::SRCH) => return None,
+                    Err(Errno::NOSYS | Errno::PERM | Errno::ACCESS) => {
+                        self.pidfd_usable.store(false, Ordering::Relaxed);
+                    }
+                    // Out of descriptors or memory: ask /proc this time.
+                    Err(_) => {}
+                }
+            }
             let mut status_buf = [0; STATUS_BUF];
             // Stop reading as soon as the Tgid line is whole.
-            facts.thread_group_leader = path
-                .proc(pid, "status")
-                .and_then(|p| {
-                    read_file(p, &mut status_buf, |read| {
-                        proc_stat::status_tgid(read).is_some()
-                    })
+            let status = read_file(proc_dir, path.of(pid, "status")?, &mut status_buf, |read| {
+                proc_stat::status_tgid(read).is_some()
+            })?;
+            proc_stat::status_tgid(status).map(|tgid| tgid == pid.get())
+        }
+
+        fn proc_dir(&self) -> Option<&OwnedFd> {
+            self.proc_dir
+                .get_or_init(|| {
+                    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                    rustix::fs::open("/proc", flags, Mode::empty()).ok()
                 })
-                .and_then(proc_stat::status_tgid)
-                .map(|tgid| tgid == pid.get());
-            facts
+                .as_ref()
         }
 
         fn clock(&self) -> Option<Clock> {
@@ -180,7 +243,7 @@ mod linux {
     /// `linux:<machine-id>:<pid namespace>`, the form Claude Code writes.
     fn learn_pid_domain() -> Option<String> {
         let mut buf = [0; 256];
-        let machine_id = read_file("/etc/machine-id", &mut buf, |_| false)?.trim_ascii();
+        let machine_id = read_file(CWD, "/etc/machine-id", &mut buf, |_| false)?.trim_ascii();
         if machine_id.is_empty() {
             return None;
         }
@@ -190,7 +253,8 @@ mod linux {
         Some(format!("linux:{machine_id}:{ns}"))
     }
 
-    /// A stack buffer for `/proc/<pid>/<leaf>`, so the hot path does not allocate.
+    /// A stack buffer for `<pid>/<leaf>` (relative to `/proc`), so the hot path
+    /// does not allocate.
     struct PathBuf {
         bytes: [u8; 32],
     }
@@ -200,28 +264,24 @@ mod linux {
             Self { bytes: [0; 32] }
         }
 
-        fn proc(&mut self, pid: Pid, leaf: &str) -> Option<&str> {
+        fn of(&mut self, pid: Pid, leaf: &str) -> Option<&str> {
             let mut cursor = &mut self.bytes[..];
-            write!(cursor, "/proc/{pid}/{leaf}").ok()?;
+            write!(cursor, "{pid}/{leaf}").ok()?;
             let len = 32 - cursor.len();
             std::str::from_utf8(self.bytes.get(..len)?).ok()
         }
     }
 
-    /// Reads `path` into `buf` until EOF, or until `enough` says the bytes so far
-    /// suffice. `None` if it cannot be opened or read, or if it fills `buf` first:
-    /// a cut-off text is never parsed as if whole.
+    /// Reads `path` (relative to `dir`) into `buf` until EOF, or until `enough` says
+    /// the bytes so far suffice. `None` if it cannot be opened or read, or if it fills
+    /// `buf` first: a cut-off text is never parsed as if whole.
     fn read_file<'b>(
+        dir: impl AsFd,
         path: &str,
         buf: &'b mut [u8],
         enough: impl Fn(&[u8]) -> bool,
     ) -> Option<&'b [u8]> {
-        let fd: OwnedFd = rustix::fs::open(
-            path,
-            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NOCTTY,
-            Mode::empty(),
-        )
-        .ok()?;
+        let fd = rustix::fs::openat(dir, path, READ_FLAGS, Mode::empty()).ok()?;
         let mut len = 0;
         loop {
             let spare = buf.get_mut(len..)?;
@@ -241,5 +301,48 @@ mod linux {
             }
         }
         buf.get(..len)
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::sync::mpsc;
+
+    use claude_peer_registry::{Pid, Signal};
+
+    use super::OsProcessTable;
+
+    /// The leadership answer of `pidfd_open` and of `/proc/<pid>/status`, in that order.
+    fn both_answers(pid: Pid) -> (Option<bool>, Option<bool>) {
+        let table = OsProcessTable::new();
+        let by_pidfd = table.linux.facts(pid, Signal::Alive).thread_group_leader;
+        table.linux.pidfd_usable.store(false, Ordering::Relaxed);
+        let by_status = table.linux.facts(pid, Signal::Alive).thread_group_leader;
+        (by_pidfd, by_status)
+    }
+
+    #[test]
+    fn the_status_fallback_agrees_with_pidfd_for_a_process_and_for_a_thread() {
+        let me = Pid::new(std::process::id()).unwrap();
+        assert_eq!(both_answers(me), (Some(true), Some(true)));
+
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            tid_tx
+                .send(rustix::thread::gettid().as_raw_nonzero().get())
+                .unwrap();
+            let _ = stop_rx.recv();
+        });
+        let tid = Pid::new(tid_rx.recv().unwrap().cast_unsigned()).unwrap();
+        let answers = both_answers(tid);
+        stop_tx.send(()).unwrap();
+        thread.join().unwrap();
+        assert_eq!(
+            answers,
+            (Some(false), Some(false)),
+            "a thread id is no process"
+        );
     }
 }
