@@ -101,7 +101,10 @@ fn former_name() -> impl Strategy<Value = FormerName> {
 }
 
 /// A valid record for `pid`: every optional field present or absent at random.
-#[allow(clippy::too_many_lines, reason = "one line per record field reads better than pieces")]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one line per record field reads better than pieces"
+)]
 pub fn record_for(pid: Pid) -> impl Strategy<Value = Record> {
     let identity = (
         ".{1,40}",

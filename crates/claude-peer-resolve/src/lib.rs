@@ -1,0 +1,30 @@
+//! Discover the live Claude Code sessions and resolve exactly one for delivery.
+//!
+//! A registry file is not a live session: records outlive crashes, pids get reused,
+//! Claude Code rewrites records in place, and the directory can hold anything. A
+//! [`Discovery`] reads the registry through the probe's traits, asks the process table
+//! about each pid, and lets `claude_peer_registry::judge` decide. It does no IO of its
+//! own, so fakes drive it in tests exactly as the OS does in production.
+//!
+//! ```no_run
+//! use claude_peer_registry::ClaudeHome;
+//! use claude_peer_resolve::{Discovery, Scope};
+//!
+//! let home = ClaudeHome::new("/home/ada/.claude");
+//! let discovery = Discovery::os();
+//! for session in discovery.scan(&home, Scope::Live)?.sessions {
+//!     let record = session.record.as_ref().expect("live sessions have records");
+//!     println!("{} {}", session.pid.unwrap(), record.session_id);
+//! }
+//! let target = discovery.resolve_live_session(&home, "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57")?;
+//! # Ok::<(), claude_peer_resolve::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod error;
+mod resolve;
+mod scan;
+
+pub use error::{Error, Refusal, RefusalKind};
+pub use scan::{Addressability, Discovery, REREAD_AFTER, Scan, Scope, Session, Warning};

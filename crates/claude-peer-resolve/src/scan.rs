@@ -1,0 +1,412 @@
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::Duration;
+
+use claude_peer_probe::{
+    DirStatus, FileKind, OsProcessTable, OsRegistryFs, ProcessTable, Reader, RecordFile,
+    RegistryFs, SocketStatus,
+};
+use claude_peer_registry::{
+    ClaudeHome, Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Rejection, Signal,
+    Verdict, classify_entry_name, judge,
+};
+
+use crate::Error;
+
+/// How long to wait before reading a live pid's unparseable record again: Claude Code
+/// truncates and rewrites records in place, so a reader can catch one half-written.
+pub const REREAD_AFTER: Duration = Duration::from_millis(25);
+
+/// Which entries a scan reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Live sessions only. Files of pids that do not answer `kill(pid, 0)` are not read.
+    Live,
+    /// Every `*.json` entry, each with its verdict.
+    All,
+}
+
+/// Whether a live session can be messaged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Addressability {
+    /// A live session with its own messaging socket, owned by this user.
+    Addressable,
+    /// Why it cannot be messaged.
+    NotAddressable(String),
+}
+
+impl Addressability {
+    /// True when the session can be messaged.
+    #[must_use]
+    pub const fn is_addressable(&self) -> bool {
+        matches!(self, Self::Addressable)
+    }
+}
+
+/// One registry entry and what was found about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// The entry's path.
+    pub file: PathBuf,
+    /// The pid from the file name, when the name is a record name.
+    pub pid: Option<Pid>,
+    /// The record, when it parsed.
+    pub record: Option<Record>,
+    /// Live or not, and why.
+    pub verdict: Verdict,
+    /// Whether it can be messaged; only live sessions can.
+    pub addressability: Addressability,
+}
+
+impl Session {
+    /// True for a live session.
+    #[must_use]
+    pub fn is_live(&self) -> bool {
+        self.verdict.liveness == Liveness::Live
+    }
+}
+
+/// Something about the registry directory itself that a careful user should know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// The registry directory is a symbolic link.
+    DirIsSymlink {
+        /// The registry directory.
+        path: PathBuf,
+    },
+    /// The registry directory belongs to another user.
+    DirNotOwned {
+        /// The registry directory.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// This reader's uid.
+        uid: u32,
+    },
+    /// Group or others may write the registry directory, so anyone could plant records.
+    DirWritableByOthers {
+        /// The registry directory.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+}
+
+impl Warning {
+    /// The stable machine name of this warning.
+    #[must_use]
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Self::DirIsSymlink { .. } => "registry_is_symlink",
+            Self::DirNotOwned { .. } => "registry_not_owned",
+            Self::DirWritableByOthers { .. } => "registry_writable_by_others",
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::DirIsSymlink { path } => {
+                write!(
+                    f,
+                    "the registry directory `{}` is a symbolic link",
+                    path.display()
+                )
+            }
+            Self::DirNotOwned { path, owner, uid } => write!(
+                f,
+                "the registry directory `{}` belongs to uid {owner}, not to this user (uid {uid})",
+                path.display()
+            ),
+            Self::DirWritableByOthers { path, mode } => write!(
+                f,
+                "the registry directory `{}` is writable by group or others (mode {mode:04o}); anyone could plant records",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// The result of a scan: entries sorted by pid, and warnings about the directory.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Scan {
+    /// Entries sorted by pid; rejected names (no pid) last, by name.
+    pub sessions: Vec<Session>,
+    /// What is wrong with the registry directory itself.
+    pub warnings: Vec<Warning>,
+}
+
+/// Discovery over a process table and a registry file system.
+#[derive(Debug, Clone)]
+pub struct Discovery<P, F> {
+    processes: P,
+    fs: F,
+    reread_after: Duration,
+}
+
+impl Discovery<OsProcessTable, OsRegistryFs> {
+    /// Discovery on this machine's real process table and file system.
+    #[must_use]
+    pub fn os() -> Self {
+        Self::new(OsProcessTable::new(), OsRegistryFs)
+    }
+}
+
+impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
+    /// Discovery over the given probes.
+    pub const fn new(processes: P, fs: F) -> Self {
+        Self {
+            processes,
+            fs,
+            reread_after: REREAD_AFTER,
+        }
+    }
+
+    /// Changes the pause before a torn record is read again (tests on fakes use zero).
+    #[must_use]
+    pub const fn with_reread_after(mut self, pause: Duration) -> Self {
+        self.reread_after = pause;
+        self
+    }
+
+    /// The process table.
+    pub const fn processes(&self) -> &P {
+        &self.processes
+    }
+
+    /// The registry file system.
+    pub const fn fs(&self) -> &F {
+        &self.fs
+    }
+
+    /// Reads the registry afresh and judges every entry. A registry that does not
+    /// exist is an empty scan; one that exists but cannot be listed is an error.
+    pub fn scan(&self, home: &ClaudeHome, scope: Scope) -> Result<Scan, Error> {
+        let dir = home.sessions_dir();
+        let registry_error = |source: io::Error| Error::Registry {
+            path: dir.clone(),
+            source,
+        };
+        let Some(status) = self.fs.dir_status(&dir).map_err(registry_error)? else {
+            return Ok(Scan::default());
+        };
+        let entries = match self.fs.list(&dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Scan::default()),
+            Err(err) => return Err(registry_error(err)),
+        };
+        let reader = self.processes.reader();
+        let mut sessions: Vec<Session> = entries
+            .into_iter()
+            .filter_map(|entry| {
+                let file = dir.join(&entry.name);
+                match classify_entry_name(&entry.name) {
+                    EntryName::NotARecord => None,
+                    EntryName::Rejected(rejection) => {
+                        (scope == Scope::All).then(|| invalid(file, None, &rejection))
+                    }
+                    EntryName::Record(pid) => {
+                        self.judge_entry(file, pid, entry.kind, &status, &reader, scope)
+                    }
+                }
+            })
+            .collect();
+        sessions.sort_by(|a, b| {
+            (a.pid.is_none(), a.pid, &a.file).cmp(&(b.pid.is_none(), b.pid, &b.file))
+        });
+        Ok(Scan {
+            sessions,
+            warnings: warnings(&dir, &status, reader.uid),
+        })
+    }
+
+    /// One record entry's verdict; `None` when `scope` is live-only and it is not live.
+    fn judge_entry(
+        &self,
+        file: PathBuf,
+        pid: Pid,
+        listed_kind: FileKind,
+        dir: &DirStatus,
+        reader: &Reader,
+        scope: Scope,
+    ) -> Option<Session> {
+        let live_only = scope == Scope::Live;
+        if !matches!(listed_kind, FileKind::Regular | FileKind::Unknown) {
+            return (!live_only).then(|| invalid(file, Some(pid), &not_regular(listed_kind)));
+        }
+        let signal = self.processes.signal(pid);
+        if live_only && signal != Signal::Alive {
+            // Nothing but a live pid can be a live session: its file is never read.
+            return None;
+        }
+        let read = match self.read(&file, dir) {
+            Ok(read) => read,
+            Err(verdict) => {
+                return (!live_only).then(|| Session::unlisted(file, Some(pid), None, verdict));
+            }
+        };
+        let mut parsed = Record::parse(pid, &read.bytes);
+        let mut modified = read.modified;
+        if signal == Signal::Alive && parsed.as_ref().is_err_and(Rejection::is_torn) {
+            // Claude Code may be mid-rewrite: give it a moment, then read once more.
+            thread::sleep(self.reread_after);
+            if let Ok(again) = self.read(&file, dir) {
+                parsed = Record::parse(pid, &again.bytes);
+                modified = again.modified;
+            }
+        }
+        let facts = if signal == Signal::Alive {
+            self.processes.facts(pid, signal)
+        } else {
+            ProcessFacts::with_signal(signal)
+        };
+        let (contents, record) = match &parsed {
+            Ok(record) => (Contents::Parsed(record), Some(record)),
+            Err(rejection) if rejection.is_torn() => (
+                Contents::Torn {
+                    rejection,
+                    modified,
+                },
+                None,
+            ),
+            Err(rejection) => (Contents::Rejected(rejection), None),
+        };
+        let verdict = judge(contents, &facts, reader.pid_domain.as_deref());
+        if live_only && verdict.liveness != Liveness::Live {
+            return None;
+        }
+        let addressability = match record {
+            Some(record) if verdict.liveness == Liveness::Live => {
+                self.addressability(record, reader.uid)
+            }
+            _ => Addressability::NotAddressable(format!("not live ({})", verdict.liveness)),
+        };
+        Some(Session {
+            file,
+            pid: Some(pid),
+            record: parsed.ok(),
+            verdict,
+            addressability,
+        })
+    }
+
+    /// Reads a record file, turning what is not a readable regular file of the
+    /// registry's owner into its verdict.
+    fn read(&self, file: &Path, dir: &DirStatus) -> Result<RecordFile, Verdict> {
+        let read = self.fs.read_record(file).map_err(|err| Verdict {
+            liveness: Liveness::Unreadable,
+            reason: Some(format!("cannot read `{}`: {err}", file.display())),
+        })?;
+        let rejection = if read.kind != FileKind::Regular {
+            Some(not_regular(read.kind))
+        } else if read.owner != dir.owner {
+            Some(Rejection::OwnerMismatch {
+                owner: read.owner,
+                expected: dir.owner,
+            })
+        } else {
+            None
+        };
+        match rejection {
+            Some(rejection) => Err(Verdict {
+                liveness: Liveness::Invalid,
+                reason: Some(rejection.to_string()),
+            }),
+            None => Ok(read),
+        }
+    }
+
+    /// Whether a live record can be messaged: its own socket, owned by this user, and
+    /// not a spare or parked process. The socket is looked at with `lstat` only.
+    pub(crate) fn addressability(&self, record: &Record, uid: u32) -> Addressability {
+        use Addressability::NotAddressable;
+        if record.spare {
+            return NotAddressable("a pre-warmed spare process, not a user session".into());
+        }
+        if let Some(job) = &record.parked_job_id {
+            return NotAddressable(format!("parked as background job {job}"));
+        }
+        let Some(socket) = &record.messaging_socket_path else {
+            return NotAddressable(
+                "its record names no messaging socket (Claude Code before peer messaging)".into(),
+            );
+        };
+        match self.fs.socket_status(Path::new(socket)) {
+            Ok(SocketStatus::Missing) => {
+                NotAddressable(format!("its messaging socket `{socket}` does not exist"))
+            }
+            Ok(SocketStatus::Present {
+                kind: FileKind::Socket,
+                owner,
+            }) if owner == uid => Addressability::Addressable,
+            Ok(SocketStatus::Present {
+                kind: FileKind::Socket,
+                owner,
+            }) => NotAddressable(format!(
+                "its messaging socket `{socket}` belongs to uid {owner}, not to this user (uid {uid})"
+            )),
+            Ok(SocketStatus::Present { kind, .. }) => {
+                NotAddressable(format!("`{socket}` is a {}, not a socket", kind.as_str()))
+            }
+            Err(err) => NotAddressable(format!(
+                "cannot look at its messaging socket `{socket}`: {err}"
+            )),
+        }
+    }
+}
+
+impl Session {
+    fn unlisted(file: PathBuf, pid: Option<Pid>, record: Option<Record>, verdict: Verdict) -> Self {
+        let addressability =
+            Addressability::NotAddressable(format!("not live ({})", verdict.liveness));
+        Self {
+            file,
+            pid,
+            record,
+            verdict,
+            addressability,
+        }
+    }
+}
+
+fn invalid(file: PathBuf, pid: Option<Pid>, rejection: &Rejection) -> Session {
+    let verdict = judge(
+        Contents::Rejected(rejection),
+        &ProcessFacts::with_signal(Signal::NoSuchProcess),
+        None,
+    );
+    Session::unlisted(file, pid, None, verdict)
+}
+
+fn not_regular(kind: FileKind) -> Rejection {
+    Rejection::NotRegularFile {
+        file_type: kind.as_str().to_owned(),
+    }
+}
+
+fn warnings(dir: &Path, status: &DirStatus, uid: u32) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    if status.kind == FileKind::Symlink {
+        warnings.push(Warning::DirIsSymlink {
+            path: dir.to_owned(),
+        });
+    }
+    if status.owner != uid {
+        warnings.push(Warning::DirNotOwned {
+            path: dir.to_owned(),
+            owner: status.owner,
+            uid,
+        });
+    }
+    if status.kind == FileKind::Directory && status.mode & 0o022 != 0 {
+        warnings.push(Warning::DirWritableByOthers {
+            path: dir.to_owned(),
+            mode: status.mode,
+        });
+    }
+    warnings
+}

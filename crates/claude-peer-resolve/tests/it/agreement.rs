@@ -1,0 +1,75 @@
+//! Agreement with Claude Code's own reader on the records real sessions wrote.
+
+use std::fs;
+
+use claude_peer_registry::{EntryName, Record, classify_entry_name};
+use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs};
+use serde_json::Value;
+
+use crate::support::{FIXTURE_DOMAIN, UID, fake_home, fixtures};
+
+#[test]
+fn the_live_set_equals_what_claude_agents_listed_for_every_real_fixture() {
+    let mut checked = 0;
+    for folder in fs::read_dir(fixtures()).unwrap() {
+        let folder = folder.unwrap().path();
+        let Ok(listed) = fs::read(folder.join("claude-agents.json")) else {
+            continue;
+        };
+        let listed: Vec<Value> = serde_json::from_slice(&listed).unwrap();
+        let mut registry = FakeRegistryFs::owned_by(UID);
+        let mut processes = FakeProcessTable::new(UID, Some(FIXTURE_DOMAIN));
+        for file in fs::read_dir(folder.join("sessions")).unwrap() {
+            let file = file.unwrap();
+            let name = file.file_name();
+            let bytes = fs::read(file.path()).unwrap();
+            registry = registry.with_file(
+                name.to_str().unwrap(),
+                FakeFile::regular(UID, bytes.clone()),
+            );
+            let EntryName::Record(pid) = classify_entry_name(&name) else {
+                continue;
+            };
+            if listed.iter().any(|l| l["pid"] == pid.get()) {
+                let record = Record::parse(pid, &bytes).unwrap();
+                processes = processes.with_live(pid, record.proc_start.as_deref().unwrap());
+            }
+        }
+        let scan = Discovery::new(processes, registry)
+            .scan(&fake_home(), Scope::Live)
+            .unwrap();
+        let ours: Vec<Value> = scan
+            .sessions
+            .iter()
+            .map(|s| {
+                let r = s.record.as_ref().unwrap();
+                let mut v = serde_json::json!({
+                    "pid": s.pid.unwrap().get(),
+                    "sessionId": r.session_id,
+                    "name": r.name,
+                });
+                if let Some(status) = &r.status {
+                    v["status"] = status.as_str().into();
+                }
+                v
+            })
+            .collect();
+        let theirs: Vec<Value> = listed
+            .iter()
+            .map(|l| {
+                let mut v = serde_json::json!({ "pid": l["pid"], "sessionId": l["sessionId"], "name": l["name"] });
+                if let Some(status) = l.get("status") {
+                    v["status"] = status.clone();
+                }
+                v
+            })
+            .collect();
+        assert_eq!(ours, theirs, "live set of {}", folder.display());
+        checked += 1;
+    }
+    assert_eq!(
+        checked, 4,
+        "every fixture folder with a claude-agents.json was compared"
+    );
+}

@@ -1,0 +1,227 @@
+//! Properties on fakes: for random registries and process tables, the scan agrees
+//! with the decision table, and the live-only scan is the full scan filtered to live.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+
+use claude_peer_probe::FileKind;
+use claude_peer_registry::{
+    Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Signal, classify_entry_name, judge,
+};
+use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs};
+use claude_peer_testkit::strategy;
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+use crate::support::{UID, fake_home};
+
+const OURS: &str = "linux:ours:pid:[1]";
+/// Few pids, so that names, records and processes collide often.
+const PIDS: [u32; 4] = [2, 3, 40, 500];
+
+#[derive(Debug, Clone)]
+struct GenEntry {
+    name: String,
+    file: FakeFile,
+}
+
+fn body(pid: u32) -> impl Strategy<Value = Vec<u8>> {
+    let domain = proptest::option::of(prop_oneof![Just(OURS), Just("linux:theirs:pid:[9]")]);
+    let record = ("[a-f0-9]{1,8}", strategy::start_token(), domain).prop_map(
+        move |(session, token, domain)| {
+            let mut body = serde_json::json!({ "pid": pid, "sessionId": session });
+            if let Some(token) = token {
+                body["procStart"] = token.into();
+            }
+            if let Some(domain) = domain {
+                body["pidDomain"] = domain.into();
+            }
+            body.to_string().into_bytes()
+        },
+    );
+    prop_oneof![
+        4 => record,
+        1 => Just(Vec::new()),
+        1 => Just(br#"{"sessionId":"torn"#.to_vec()),
+        1 => Just(br#"{"cwd":"/no/session/id"}"#.to_vec()),
+        1 => Just(format!(r#"{{"pid":{},"sessionId":"s"}}"#, pid + 1).into_bytes()),
+    ]
+}
+
+fn entry() -> impl Strategy<Value = GenEntry> {
+    let name = prop_oneof![
+        6 => proptest::sample::select(&PIDS[..]).prop_map(|p| format!("{p}.json")),
+        1 => Just("007.json".to_owned()),
+        1 => Just("1.json".to_owned()),
+        1 => Just("2.0123abcd.key".to_owned()),
+    ];
+    let kind = prop_oneof![
+        8 => Just(FileKind::Regular),
+        1 => Just(FileKind::Fifo),
+        1 => Just(FileKind::Symlink),
+    ];
+    let owner = prop_oneof![9 => Just(UID), 1 => Just(UID + 1)];
+    (
+        name,
+        kind,
+        owner,
+        body(2),
+        proptest::option::of(body(2)),
+        proptest::option::of(strategy::time()),
+    )
+        .prop_map(|(name, kind, owner, first, second, modified)| {
+            // Re-target bodies at the entry's own pid, so most agree with the file name.
+            let pid = name.split('.').next().unwrap_or("2");
+            let retarget = |b: Vec<u8>| {
+                String::from_utf8(b)
+                    .unwrap()
+                    .replacen(r#""pid":2,"#, &format!(r#""pid":{pid},"#), 1)
+                    .into_bytes()
+            };
+            let mut reads = vec![retarget(first)];
+            reads.extend(second.map(retarget));
+            GenEntry {
+                name,
+                file: FakeFile {
+                    kind,
+                    owner,
+                    modified,
+                    reads,
+                },
+            }
+        })
+}
+
+fn table() -> impl Strategy<Value = HashMap<u32, ProcessFacts>> {
+    proptest::collection::hash_map(
+        proptest::sample::select(&PIDS[..]),
+        strategy::process_facts(),
+        0..4,
+    )
+}
+
+fn build(
+    entries: &[GenEntry],
+    table: &HashMap<u32, ProcessFacts>,
+) -> Discovery<FakeProcessTable, FakeRegistryFs> {
+    let mut processes = FakeProcessTable::new(UID, Some(OURS));
+    for (pid, facts) in table {
+        processes
+            .processes
+            .insert(Pid::new(*pid).unwrap(), facts.clone());
+    }
+    let mut fs = FakeRegistryFs::owned_by(UID);
+    for entry in entries {
+        fs = fs.with_file(&entry.name, entry.file.clone());
+    }
+    Discovery::new(processes, fs).with_reread_after(std::time::Duration::ZERO)
+}
+
+/// The verdict the decision table gives one entry, worked out from the generated parts.
+fn expected(entry: &GenEntry, table: &HashMap<u32, ProcessFacts>) -> Option<Liveness> {
+    let pid = match classify_entry_name(entry.name.as_ref()) {
+        EntryName::NotARecord => return None,
+        EntryName::Rejected(_) => return Some(Liveness::Invalid),
+        EntryName::Record(pid) => pid,
+    };
+    if entry.file.kind != FileKind::Regular || entry.file.owner != UID {
+        return Some(Liveness::Invalid);
+    }
+    let facts = table
+        .get(&pid.get())
+        .cloned()
+        .unwrap_or_else(ProcessFacts::gone);
+    let first = Record::parse(pid, &entry.file.reads[0]);
+    let parsed = match (&first, entry.file.reads.get(1)) {
+        (Err(r), Some(second)) if r.is_torn() && facts.signal == Signal::Alive => {
+            Record::parse(pid, second)
+        }
+        _ => first,
+    };
+    let facts = if facts.signal == Signal::Alive {
+        facts
+    } else {
+        ProcessFacts::with_signal(facts.signal)
+    };
+    let contents = match &parsed {
+        Ok(record) => Contents::Parsed(record),
+        Err(rejection) if rejection.is_torn() => Contents::Torn {
+            rejection,
+            modified: entry.file.modified,
+        },
+        Err(rejection) => Contents::Rejected(rejection),
+    };
+    Some(judge(contents, &facts, Some(OURS)).liveness)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn every_verdict_of_a_full_scan_follows_the_decision_table(
+        entries in vec(entry(), 0..8),
+        table in table(),
+    ) {
+        // A directory holds each name once: the last generated entry of a name wins.
+        let mut by_name: HashMap<String, GenEntry> = HashMap::new();
+        for e in entries { by_name.insert(e.name.clone(), e); }
+        let entries: Vec<GenEntry> = by_name.into_values().collect();
+        let scan = build(&entries, &table).scan(&fake_home(), Scope::All).unwrap();
+        let mut expected_by_name: Vec<(OsString, Liveness)> = entries
+            .iter()
+            .filter_map(|e| expected(e, &table).map(|l| (OsString::from(&e.name), l)))
+            .collect();
+        expected_by_name.sort();
+        let mut got: Vec<(OsString, Liveness)> = scan
+            .sessions
+            .iter()
+            .map(|s| (s.file.file_name().unwrap().to_owned(), s.verdict.liveness))
+            .collect();
+        got.sort();
+        prop_assert_eq!(got, expected_by_name);
+        let pids: Vec<_> = scan.sessions.iter().map(|s| s.pid).collect();
+        let mut sorted = pids.clone();
+        sorted.sort_by_key(|p| (p.is_none(), *p));
+        prop_assert_eq!(pids, sorted, "sorted by pid, nameless last");
+    }
+
+    #[test]
+    fn the_live_scan_is_the_full_scan_filtered_to_live_and_reads_no_file_of_a_dead_pid(
+        entries in vec(entry(), 0..8),
+        table in table(),
+    ) {
+        let full = build(&entries, &table).scan(&fake_home(), Scope::All).unwrap();
+        let discovery = build(&entries, &table);
+        let live = discovery.scan(&fake_home(), Scope::Live).unwrap();
+        let filtered: Vec<_> = full.sessions.into_iter().filter(claude_peer_resolve::Session::is_live).collect();
+        prop_assert_eq!(&live.sessions, &filtered);
+        for read in discovery.fs().reads() {
+            let EntryName::Record(pid) = classify_entry_name(&read) else { panic!("read a non-record {read:?}") };
+            let signal = table.get(&pid.get()).map_or(Signal::NoSuchProcess, |f| f.signal);
+            prop_assert_eq!(signal, Signal::Alive, "read {:?} although its pid is not alive", read);
+        }
+    }
+}
+
+#[test]
+fn a_torn_record_that_is_whole_on_the_second_read_is_live() {
+    let whole = br#"{"pid":40,"sessionId":"s","procStart":"100"}"#.to_vec();
+    let entries = [GenEntry {
+        name: "40.json".into(),
+        file: FakeFile {
+            kind: FileKind::Regular,
+            owner: UID,
+            modified: None,
+            reads: vec![Vec::new(), whole],
+        },
+    }];
+    let mut table = HashMap::new();
+    let mut facts = ProcessFacts::with_signal(Signal::Alive);
+    facts.start_token = Some("100".into());
+    table.insert(40, facts);
+    let discovery = build(&entries, &table);
+    let scan = discovery.scan(&fake_home(), Scope::Live).unwrap();
+    assert_eq!(scan.sessions.len(), 1, "the second read found the record");
+    assert_eq!(discovery.fs().reads().len(), 2, "read exactly twice");
+}
