@@ -5,13 +5,36 @@
 //! `claude_peer_registry::judge`'s call. Two traits carry the facts, so tests and
 //! property tests swap in fakes:
 //!
-//! - [`ProcessTable`]: `kill(pid, 0)`, `/proc/<pid>/stat` and `/proc/<pid>/status`,
-//!   this reader's uid and pid domain;
+//! - [`ProcessTable`]: `kill(pid, 0)`, `/proc/<pid>/stat` and thread-group
+//!   leadership (`pidfd_open`, else `Tgid` in `/proc/<pid>/status`), this reader's
+//!   uid and pid domain;
 //! - [`RegistryFs`]: the registry directory and its files, read without following
 //!   links, without blocking and never past a bound; sockets by `lstat` only.
 //!
 //! Nothing here connects to, reads or writes a socket, opens a `.key` file, or writes
 //! anywhere in a Claude home.
+//!
+//! [`OsProcessTable`] and [`OsRegistryFs`] are the real implementations:
+//!
+//! ```
+//! use claude_peer_probe::{FileKind, OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
+//! use claude_peer_registry::{Pid, Signal};
+//! # let home = tempfile::tempdir()?;
+//! let sessions = home.path().join("sessions");
+//! let fs = OsRegistryFs::new();
+//! assert_eq!(fs.dir_status(&sessions)?, None, "no registry yet");
+//!
+//! std::fs::create_dir(&sessions)?;
+//! std::fs::write(sessions.join("4242.json"), br#"{"sessionId":"x"}"#)?;
+//! let record = fs.read_record(&sessions.join("4242.json"))?;
+//! assert_eq!((record.kind, record.bytes.len()), (FileKind::Regular, 17));
+//!
+//! let table = OsProcessTable::new();
+//! let me = Pid::new(std::process::id()).expect("a running process has a valid pid");
+//! let facts = table.facts(me, table.signal(me));
+//! assert_eq!(facts.signal, Signal::Alive);
+//! # Ok::<(), std::io::Error>(())
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
