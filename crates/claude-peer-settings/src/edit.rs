@@ -146,17 +146,20 @@ pub(crate) fn scan(bytes: &[u8]) -> Result<Scanned, DocError> {
         let lead_start = i;
         i = skip_ws(bytes, i);
         match bytes.get(i) {
-            Some(b'}') => return Ok(Scanned {
-                braces: Some((start, i)),
-                members,
-            }),
+            Some(b'}') => {
+                return Ok(Scanned {
+                    braces: Some((start, i)),
+                    members,
+                });
+            }
             Some(b'"') => {}
             _ => return Err(bad(i)),
         }
         let key_start = i;
         let key_end = skip_string(bytes, i)?;
-        let key: String = serde_json::from_slice(bytes.get(key_start..key_end).ok_or_else(|| bad(i))?)
-            .map_err(|e| DocError::InvalidJson(e.to_string()))?;
+        let key: String =
+            serde_json::from_slice(bytes.get(key_start..key_end).ok_or_else(|| bad(i))?)
+                .map_err(|e| DocError::InvalidJson(e.to_string()))?;
         i = skip_ws(bytes, key_end);
         if bytes.get(i) != Some(&b':') {
             return Err(bad(i));
@@ -402,15 +405,24 @@ mod tests {
 
     #[test]
     fn an_empty_file_becomes_a_two_space_document_with_a_final_newline() {
-        assert_eq!(set_str("", "k", &json!("hold")), "{\n  \"k\": \"hold\"\n}\n");
+        assert_eq!(
+            set_str("", "k", &json!("hold")),
+            "{\n  \"k\": \"hold\"\n}\n"
+        );
     }
 
     #[test]
     fn an_empty_object_gets_the_member_like_json_stringify_would_write_it() {
         assert_eq!(set_str("{}", "k", &json!(1)), "{\n  \"k\": 1\n}");
         assert_eq!(remove_str("{\n  \"k\": 1\n}", "k").unwrap(), "{}");
-        assert_eq!(set_str("{}\r\n", "k", &json!(1)), "{\r\n  \"k\": 1\r\n}\r\n");
-        assert_eq!(remove_str("{\r\n  \"k\": 1\r\n}\r\n", "k").unwrap(), "{}\r\n");
+        assert_eq!(
+            set_str("{}\r\n", "k", &json!(1)),
+            "{\r\n  \"k\": 1\r\n}\r\n"
+        );
+        assert_eq!(
+            remove_str("{\r\n  \"k\": 1\r\n}\r\n", "k").unwrap(),
+            "{}\r\n"
+        );
     }
 
     #[test]
@@ -423,7 +435,10 @@ mod tests {
 
     #[test]
     fn insertion_copies_the_layout_of_the_last_member() {
-        assert_eq!(set_str("{\"a\":1}", "k", &json!("x")), "{\"a\":1,\"k\":\"x\"}");
+        assert_eq!(
+            set_str("{\"a\":1}", "k", &json!("x")),
+            "{\"a\":1,\"k\":\"x\"}"
+        );
         assert_eq!(
             set_str("{\"a\": 1, \"b\": 2}", "k", &json!("x")),
             "{\"a\": 1, \"b\": 2, \"k\": \"x\"}"
@@ -463,14 +478,20 @@ mod tests {
     #[test]
     fn duplicate_keys_set_edits_the_last_and_remove_removes_all() {
         let doc = "{\"k\": 1, \"a\": 0, \"k\": 2}";
-        assert_eq!(set_str(doc, "k", &json!(3)), "{\"k\": 1, \"a\": 0, \"k\": 3}");
+        assert_eq!(
+            set_str(doc, "k", &json!(3)),
+            "{\"k\": 1, \"a\": 0, \"k\": 3}"
+        );
         assert_eq!(remove_str(doc, "k").unwrap(), "{\"a\": 0}");
     }
 
     #[test]
     fn removing_a_middle_member_hands_its_indentation_to_the_next() {
         let doc = "{\n  \"a\": 1,\n  \"k\": [1, 2],\n  \"b\": 2\n}";
-        assert_eq!(remove_str(doc, "k").unwrap(), "{\n  \"a\": 1,\n  \"b\": 2\n}");
+        assert_eq!(
+            remove_str(doc, "k").unwrap(),
+            "{\n  \"a\": 1,\n  \"b\": 2\n}"
+        );
         assert_eq!(remove_str(doc, "absent"), None);
     }
 
@@ -478,9 +499,15 @@ mod tests {
     fn invalid_documents_are_refused_with_what_they_are() {
         assert!(matches!(scan(b"{\"a\":}"), Err(DocError::InvalidJson(_))));
         assert!(matches!(scan(b"{} {}"), Err(DocError::InvalidJson(_))));
-        assert_eq!(scan(b" [1]").unwrap_err(), DocError::NotAnObject("an array"));
+        assert_eq!(
+            scan(b" [1]").unwrap_err(),
+            DocError::NotAnObject("an array")
+        );
         assert_eq!(scan(b"null").unwrap_err(), DocError::NotAnObject("null"));
-        assert_eq!(scan(b"\"s\"").unwrap_err(), DocError::NotAnObject("a string"));
+        assert_eq!(
+            scan(b"\"s\"").unwrap_err(),
+            DocError::NotAnObject("a string")
+        );
         assert_eq!(scan(b"3").unwrap_err(), DocError::NotAnObject("a number"));
     }
 
@@ -511,7 +538,10 @@ mod tests {
     fn key_text() -> impl Strategy<Value = String> {
         prop_oneof![
             "[a-zA-Z]{1,12}",
-            "[a-z\u{e9}\u{4e2d}\u{1f600} ]{0,6}".prop_map(|s| serde_json::to_string(&s).unwrap()[1..].trim_end_matches('"').to_string()),
+            "[a-z\u{e9}\u{4e2d}\u{1f600} ]{0,6}"
+                .prop_map(|s| serde_json::to_string(&s).unwrap()[1..]
+                    .trim_end_matches('"')
+                    .to_string()),
             Just(r"\u00e9t\u00e9".to_string()),
             Just(r#"with \"quote\" and \\ slash \/"#.to_string()),
             Just(r"\ud83d\ude00 emoji".to_string()),
@@ -545,7 +575,12 @@ mod tests {
 
     fn layout() -> impl Strategy<Value = Layout> {
         (
-            prop_oneof![Just(None), Just(Some("  ")), Just(Some("    ")), Just(Some("\t"))],
+            prop_oneof![
+                Just(None),
+                Just(Some("  ")),
+                Just(Some("    ")),
+                Just(Some("\t"))
+            ],
             prop_oneof![Just("\n"), Just("\r\n")],
             prop_oneof![Just(": "), Just(":"), Just(" : ")],
             any::<bool>(),
@@ -589,14 +624,13 @@ mod tests {
     }
 
     fn document() -> impl Strategy<Value = String> {
-        (
-            prop::collection::vec((key_text(), node()), 0..8),
-            layout(),
-        )
-            .prop_map(|(members, layout)| {
+        (prop::collection::vec((key_text(), node()), 0..8), layout()).prop_map(
+            |(members, layout)| {
                 let members = members
                     .into_iter()
-                    .filter(|(k, _)| serde_json::from_str::<String>(&format!("\"{k}\"")).unwrap() != "target")
+                    .filter(|(k, _)| {
+                        serde_json::from_str::<String>(&format!("\"{k}\"")).unwrap() != "target"
+                    })
                     .collect();
                 let mut out = String::new();
                 render(&Node::Object(members), &layout, 0, &mut out);
@@ -604,7 +638,8 @@ mod tests {
                     out.push_str(layout.newline);
                 }
                 out
-            })
+            },
+        )
     }
 
     fn new_value() -> impl Strategy<Value = Value> {

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::Error;
 use crate::fs::{RealFs, SettingsFs};
 use crate::policy::InboundPolicy;
 use crate::store::{inbound_of, read_bytes};
-use crate::Error;
 
 /// Where Claude Code reads managed settings on Linux.
 pub const MANAGED_SETTINGS_PATH: &str = "/etc/claude-code/managed-settings.json";

@@ -37,7 +37,9 @@ pub enum Error {
         found: &'static str,
     },
     /// `crossSessionInbound` holds something other than `"accept"`, `"hold"` or `"refuse"`.
-    #[error("`{path}`: crossSessionInbound is `{value}`, expected \"accept\", \"hold\" or \"refuse\"")]
+    #[error(
+        "`{path}`: crossSessionInbound is `{value}`, expected \"accept\", \"hold\" or \"refuse\""
+    )]
     InvalidValue {
         /// The file.
         path: PathBuf,

@@ -141,6 +141,9 @@ mod tests {
             "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
         );
         assert_eq!(r.as_str().parse::<Revision>().unwrap(), r);
-        assert_eq!("AF13".parse::<Revision>().unwrap_err().as_str(), "invalid_revision");
+        assert_eq!(
+            "AF13".parse::<Revision>().unwrap_err().as_str(),
+            "invalid_revision"
+        );
     }
 }

@@ -10,10 +10,10 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::Error;
 use crate::edit::{self, DocError};
 use crate::fs::{Entry, RealFs, SettingsFs};
 use crate::policy::{INBOUND_KEY, InboundPolicy, Revision};
-use crate::Error;
 
 /// Temporary files of ours older than this are left-overs of a crashed writer.
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60);
@@ -157,7 +157,11 @@ impl<F: SettingsFs> SettingsStore<F> {
     #[must_use]
     pub fn lock_path(&self) -> PathBuf {
         let mut name = OsString::from(".");
-        name.push(self.path.file_name().unwrap_or_else(|| OsStr::new("settings.json")));
+        name.push(
+            self.path
+                .file_name()
+                .unwrap_or_else(|| OsStr::new("settings.json")),
+        );
         name.push(".claude-peers.lock");
         self.dir().join(name)
     }
@@ -170,7 +174,9 @@ impl<F: SettingsFs> SettingsStore<F> {
     }
 
     fn file_name(&self) -> &OsStr {
-        self.path.file_name().unwrap_or_else(|| OsStr::new("settings.json"))
+        self.path
+            .file_name()
+            .unwrap_or_else(|| OsStr::new("settings.json"))
     }
 
     /// Reads the file (following a symbolic link, as Claude Code does) and validates it.
@@ -209,9 +215,10 @@ impl<F: SettingsFs> SettingsStore<F> {
         edit: &dyn Fn(&[u8]) -> Result<Option<Vec<u8>>, DocError>,
     ) -> Result<Snapshot, Error> {
         let path = &self.path;
-        let (exists, bytes) = self.update(expected, Box::new(|old| {
-            edit(old).map_err(|e| doc_error(path, e))
-        }))?;
+        let (exists, bytes) = self.update(
+            expected,
+            Box::new(|old| edit(old).map_err(|e| doc_error(path, e))),
+        )?;
         Ok(Snapshot {
             path: path.clone(),
             exists,
@@ -229,18 +236,20 @@ impl<F: SettingsFs> SettingsStore<F> {
         expected: Option<&Revision>,
     ) -> Result<Revision, Error> {
         let path = &self.path;
-        let (_, bytes) = self.update(expected, Box::new(|old| {
-            edit::set(old, key, value).map_err(|e| doc_error(path, e))
-        }))?;
+        let (_, bytes) = self.update(
+            expected,
+            Box::new(|old| edit::set(old, key, value).map_err(|e| doc_error(path, e))),
+        )?;
         Ok(Revision::of(&bytes))
     }
 
     /// Removes every top-level occurrence of `key`. Returns the file's revision afterwards.
     pub fn remove_key(&self, key: &str, expected: Option<&Revision>) -> Result<Revision, Error> {
         let path = &self.path;
-        let (_, bytes) = self.update(expected, Box::new(|old| {
-            edit::remove(old, key).map_err(|e| doc_error(path, e))
-        }))?;
+        let (_, bytes) = self.update(
+            expected,
+            Box::new(|old| edit::remove(old, key).map_err(|e| doc_error(path, e))),
+        )?;
         Ok(Revision::of(&bytes))
     }
 
@@ -273,7 +282,11 @@ impl<F: SettingsFs> SettingsStore<F> {
     }
 
     /// The whole update under our lock; returns whether the file exists and its bytes afterwards.
-    fn update(&self, expected: Option<&Revision>, edit: Box<EditFn<'_>>) -> Result<(bool, Vec<u8>), Error> {
+    fn update(
+        &self,
+        expected: Option<&Revision>,
+        edit: Box<EditFn<'_>>,
+    ) -> Result<(bool, Vec<u8>), Error> {
         let dir = self.dir();
         self.fs
             .create_dir_all(&dir, NEW_DIR_MODE)
@@ -306,12 +319,10 @@ impl<F: SettingsFs> SettingsStore<F> {
             let _ = self.fs.remove(&temp_path);
         }
         result?;
-        self.fs
-            .sync_dir(&dir)
-            .map_err(|source| Error::NotDurable {
-                path: self.path.clone(),
-                source,
-            })?;
+        self.fs.sync_dir(&dir).map_err(|source| Error::NotDurable {
+            path: self.path.clone(),
+            source,
+        })?;
         Ok((true, new))
     }
 
@@ -345,7 +356,9 @@ impl<F: SettingsFs> SettingsStore<F> {
         // before the rename.
         let (_, now) = match self.load_for_update() {
             Ok(loaded) => loaded,
-            Err(Error::Symlink { .. } | Error::NotRegularFile { .. }) => (None, b"\0changed".to_vec()),
+            Err(Error::Symlink { .. } | Error::NotRegularFile { .. }) => {
+                (None, b"\0changed".to_vec())
+            }
             Err(e) => return Err(e),
         };
         if now != old {
@@ -370,7 +383,10 @@ impl<F: SettingsFs> SettingsStore<F> {
         for name in names.iter().filter(|n| is_our_temp(n, self.file_name())) {
             let path = dir.join(name);
             let stale = self.fs.stat(&path).ok().flatten().is_some_and(|s| {
-                s.regular && now.duration_since(s.modified).is_ok_and(|age| age > STALE_TEMP_AGE)
+                s.regular
+                    && now
+                        .duration_since(s.modified)
+                        .is_ok_and(|age| age > STALE_TEMP_AGE)
             });
             if stale {
                 let _ = self.fs.remove(&path);
@@ -386,7 +402,10 @@ mod tests {
     #[test]
     fn only_our_exact_temp_names_are_recognized() {
         let f = OsStr::new("settings.json");
-        assert!(is_our_temp(OsStr::new(".settings.json.claude-peers-0123456789abcdef.tmp"), f));
+        assert!(is_our_temp(
+            OsStr::new(".settings.json.claude-peers-0123456789abcdef.tmp"),
+            f
+        ));
         for other in [
             "settings.json",
             ".settings.json.claude-peers.lock",
