@@ -1,0 +1,112 @@
+//! The command line, as clap sees it.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use claude_peer_settings::MANAGED_SETTINGS_PATH;
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  success
+  1  error (unreadable registry or settings, invalid settings file, …)
+  2  usage error
+  3  refusal: the session cannot be resolved safely (not_live, identity_mismatch, not_addressable)
+  4  conflict: the settings file changed since the expected revision; nothing was written
+
+The Claude home is --home, else $CLAUDE_CONFIG_DIR, else ~/.claude. With --json, stdout
+holds exactly the documented JSON and diagnostics go to stderr.";
+
+/// Find and inspect the live Claude Code sessions on this machine, resolve one safely
+/// for messaging, and manage the crossSessionInbound policy.
+#[derive(Debug, Parser)]
+#[command(name = "claude-peers", version, after_help = AFTER_HELP, propagate_version = true)]
+pub(crate) struct Cli {
+    /// Claude home directory [default: $`CLAUDE_CONFIG_DIR`, else ~/.claude]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) home: Option<PathBuf>,
+
+    /// Print JSON on stdout (one value, or JSON lines for `watch`)
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// List the live sessions (with --all, every record and its verdict)
+    List {
+        /// Every record in the registry, each with its liveness verdict and reason
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show one session in full, by session id or name
+    Show {
+        /// A session id, or the name of exactly one live session
+        #[arg(value_name = "SESSION_ID|NAME")]
+        target: String,
+    },
+    /// Resolve a session id to exactly one live, addressable session, or refuse (exit 3)
+    Resolve {
+        /// The session id
+        session_id: String,
+    },
+    /// Read or change crossSessionInbound in the user's settings.json
+    Settings {
+        #[command(subcommand)]
+        action: Option<SettingsAction>,
+    },
+    /// Print an event whenever the live set or a live session changes, until interrupted
+    Watch {
+        /// Poll the registry instead of using inotify (for file systems without it)
+        #[arg(long)]
+        poll: bool,
+    },
+    /// Print a shell completion script
+    Completions {
+        /// The shell
+        shell: Shell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SettingsAction {
+    /// Set crossSessionInbound (a compare-and-swap with --expect-revision)
+    Set {
+        /// The policy: accept delivers automatically, hold asks the user, refuse drops
+        policy: Policy,
+        /// Write only if the file still has this revision (from `settings`); else exit 4
+        #[arg(long, value_name = "REV")]
+        expect_revision: Option<String>,
+    },
+    /// Remove crossSessionInbound, back to Claude Code's default (which is not accept)
+    Reset {
+        /// Write only if the file still has this revision (from `settings`); else exit 4
+        #[arg(long, value_name = "REV")]
+        expect_revision: Option<String>,
+    },
+    /// The policy a session in DIR gets, as far as files show, and every layer read
+    Effective {
+        /// The session's working directory [default: the current directory]
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// Managed settings file
+        #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
+        managed_settings: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Policy {
+    Accept,
+    Hold,
+    Refuse,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
