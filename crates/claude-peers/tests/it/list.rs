@@ -1,0 +1,237 @@
+//! `list` and `show`, human and JSON, on empty, live and leftover registries.
+
+use crate::support::{Home, Sleeper, assert_aligned, redact_json};
+
+#[test]
+fn a_machine_without_sessions_says_so_plainly() {
+    let home = Home::empty();
+    let out = home.run(&["list"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = home.redact(&String::from_utf8(out.stdout).unwrap(), &[]);
+    insta::assert_snapshot!(text, @"No Claude Code sessions: [HOME]/sessions does not exist.");
+    let (code, json, _) = home.json(&["list"]);
+    assert_eq!((code, json), (0, serde_json::json!([])));
+
+    let home = Home::new();
+    let out = home.run(&["list"]);
+    let text = home.redact(&String::from_utf8(out.stdout).unwrap(), &[]);
+    insta::assert_snapshot!(text, @"No live Claude Code sessions (registry: [HOME]/sessions).");
+}
+
+/// Two live sessions (one addressable), a crashed leftover and a rejected name.
+fn busy_home() -> (Home, Sleeper, Sleeper) {
+    let mut home = Home::new();
+    let (reviewer, builder) = (Sleeper::spawn(), Sleeper::spawn());
+    home.live_record(
+        &reviewer,
+        "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57",
+        "reviewer",
+        "idle",
+        true,
+    );
+    home.live_record(
+        &builder,
+        "75c834bc-f549-4085-a152-f9973dc50b30",
+        "builder",
+        "shell",
+        false,
+    );
+    home.copy_fixture("2.1.332-crashed", "3839.json");
+    home.write("007.json", "{}");
+    (home, reviewer, builder)
+}
+
+#[test]
+fn list_json_prints_every_documented_key_for_each_live_session_sorted_by_pid() {
+    let (home, a, b) = busy_home();
+    let (code, mut json, stderr) = home.json(&["list"]);
+    assert_eq!(code, 0, "{stderr}");
+    let sessions = json.as_array().unwrap();
+    assert_eq!(
+        sessions.len(),
+        2,
+        "the leftover and the rejected name are not live"
+    );
+    let pids: Vec<u64> = sessions
+        .iter()
+        .map(|s| s["pid"].as_u64().unwrap())
+        .collect();
+    assert!(
+        pids.windows(2).all(|w| w[0] < w[1]),
+        "sorted by pid: {pids:?}"
+    );
+    let builder = sessions.iter().find(|s| s["name"] == "builder").unwrap();
+    assert_eq!(builder["status"], "busy", "shell is reported as busy");
+    assert_eq!(
+        builder["vendor_status"], "shell",
+        "the raw spelling is kept"
+    );
+    let mut pids = [a.pid(), b.pid()];
+    pids.sort_unstable();
+    redact_json(&mut json, home.root(), &pids);
+    insta::assert_json_snapshot!("list_live", json);
+}
+
+#[test]
+fn list_json_keys_come_in_the_documented_order() {
+    let (home, _a, _b) = busy_home();
+    let out = home.run(&["--json", "list"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let first = &text[..text.find('}').unwrap()];
+    let keys = [
+        "file",
+        "pid",
+        "session_id",
+        "name",
+        "name_source",
+        "cwd",
+        "kind",
+        "entrypoint",
+        "version",
+        "status",
+        "vendor_status",
+        "waiting_for",
+        "started_at_ms",
+        "updated_at_ms",
+        "status_updated_at_ms",
+        "tmux",
+        "socket_path",
+        "addressable",
+        "liveness",
+        "reason",
+    ];
+    let positions: Vec<usize> = keys
+        .iter()
+        .map(|k| {
+            first
+                .find(&format!("\"{k}\":"))
+                .unwrap_or_else(|| panic!("key {k} present"))
+        })
+        .collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "documented order: {first}"
+    );
+}
+
+#[test]
+fn list_all_gives_every_record_its_verdict_and_reason() {
+    let (home, a, b) = busy_home();
+    let (code, mut json, _) = home.json(&["list", "--all"]);
+    assert_eq!(code, 0);
+    let verdicts: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["liveness"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts.iter().filter(|v| **v == "live").count(), 2);
+    assert!(
+        verdicts.contains(&"gone") && verdicts.contains(&"invalid"),
+        "{verdicts:?}"
+    );
+    let mut pids = [a.pid(), b.pid()];
+    pids.sort_unstable();
+    redact_json(&mut json, home.root(), &pids);
+    insta::assert_json_snapshot!("list_all", json);
+}
+
+#[test]
+fn the_human_list_is_an_aligned_table_without_colour_off_a_terminal() {
+    let (home, a, b) = busy_home();
+    let mut pids = [a.pid(), b.pid()];
+    pids.sort_unstable();
+    let out = home.run(&["list"]);
+    let raw = String::from_utf8(out.stdout).unwrap();
+    assert!(!raw.contains('\x1b'), "no escape codes off a terminal");
+    assert_aligned(&raw);
+    insta::assert_snapshot!("human_list", home.redact(&raw, &pids));
+    let out = home.run(&["list", "--all"]);
+    let raw = String::from_utf8(out.stdout).unwrap();
+    assert_aligned(&raw);
+    insta::assert_snapshot!("human_list_all", home.redact(&raw, &pids));
+}
+
+#[test]
+fn show_finds_a_session_by_id_or_name_and_prints_it_in_full() {
+    let (home, a, _b) = busy_home();
+    let (code, mut by_name, _) = home.json(&["show", "reviewer"]);
+    assert_eq!(code, 0);
+    let (_, by_id, _) = home.json(&["show", "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57"]);
+    assert_eq!(by_name, by_id);
+    assert_eq!(by_name["peer_features"], serde_json::json!(["notify_idle"]));
+    redact_json(&mut by_name, home.root(), &[a.pid()]);
+    insta::assert_json_snapshot!("show_json", by_name);
+    let out = home.run(&["show", "reviewer"]);
+    insta::assert_snapshot!(
+        "show_human",
+        home.redact(&String::from_utf8(out.stdout).unwrap(), &[a.pid()])
+    );
+}
+
+#[test]
+fn show_of_a_former_or_shared_name_explains_itself() {
+    let home = Home::new();
+    home.copy_fixture("2.1.332-renamed", "9959.json");
+    let (code, json, stderr) = home.json(&["show", "nobody"]);
+    assert_eq!(code, 1);
+    assert_eq!(json["error"], "not_found");
+    assert!(stderr.contains("nobody"), "{stderr}");
+    // A leftover record is still shown by its session id, with its verdict.
+    let (code, json, _) = home.json(&["show", "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57"]);
+    assert_eq!(code, 0);
+    assert_eq!(json["liveness"], "gone");
+    assert_eq!(json["former_names"][0]["name"], "reviewer");
+
+    let mut home = Home::new();
+    let (x, y) = (Sleeper::spawn(), Sleeper::spawn());
+    home.live_record(&x, "s-x", "twin", "idle", true);
+    home.live_record(&y, "s-y", "twin", "idle", true);
+    let (code, json, _) = home.json(&["show", "twin"]);
+    assert_eq!(code, 3);
+    assert_eq!(json["refusal"], "identity_mismatch");
+}
+
+#[test]
+fn a_registry_writable_by_others_is_warned_about_on_stderr_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    std::fs::set_permissions(home.sessions(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (code, json, stderr) = home.json(&["list"]);
+    assert_eq!((code, json), (0, serde_json::json!([])));
+    assert!(stderr.contains("writable by group or others"), "{stderr}");
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_documents_the_exit_codes() {
+    let home = Home::new();
+    assert_eq!(home.run(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(
+        home.run(&["settings", "set", "sometimes"]).status.code(),
+        Some(2)
+    );
+    let help = String::from_utf8(home.run(&["--help"]).stdout).unwrap();
+    for line in [
+        "0  success",
+        "1  error",
+        "2  usage error",
+        "3  refusal",
+        "4  conflict",
+    ] {
+        assert!(help.contains(line), "--help documents `{line}`");
+    }
+}
+
+#[test]
+fn completions_are_generated_for_bash_zsh_and_fish() {
+    let home = Home::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = home.run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0));
+        let script = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            script.contains("claude-peers") && script.contains("resolve"),
+            "{shell}"
+        );
+    }
+}

@@ -1,0 +1,10 @@
+//! End-to-end tests: the built binary against real registries in temporary homes,
+//! with real live child processes.
+// Test helpers may panic: a failed expectation is the test failing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod list;
+mod resolve;
+mod settings;
+mod support;
+mod watch;

@@ -1,0 +1,49 @@
+//! `resolve`: success and every refusal, with exit codes.
+
+use crate::support::{Home, Sleeper, redact_json};
+
+#[test]
+fn a_live_addressable_session_resolves_with_exit_0_and_the_session_object() {
+    let mut home = Home::new();
+    let child = Sleeper::spawn();
+    home.live_record(&child, "s-live", "reviewer", "idle", true);
+    let (code, mut json, _) = home.json(&["resolve", "s-live"]);
+    assert_eq!(code, 0);
+    assert_eq!(json["addressable"], true);
+    redact_json(&mut json, home.root(), &[child.pid()]);
+    insta::assert_json_snapshot!("resolve_ok", json);
+    let out = home.run(&["resolve", "s-live"]);
+    assert_eq!(out.status.code(), Some(0));
+    insta::assert_snapshot!(home.redact(&String::from_utf8(out.stdout).unwrap(), &[child.pid()]), @"s-live is live and addressable: pid [PID0], name reviewer, socket [HOME]/socks/[PID0].sock.");
+}
+
+#[test]
+fn every_refusal_exits_3_with_its_stable_name() {
+    let mut home = Home::new();
+    let (twin_a, twin_b, mute) = (Sleeper::spawn(), Sleeper::spawn(), Sleeper::spawn());
+    let mut crashed = Sleeper::spawn();
+    home.live_record(&twin_a, "s-a", "twin", "idle", true);
+    home.live_record(&twin_b, "s-b", "twin", "busy", true);
+    home.live_record(&mute, "s-mute", "mute", "idle", false);
+    home.live_record(&crashed, "s-crashed", "gone-soon", "idle", true);
+    crashed.crash();
+    let pids = [twin_a.pid(), twin_b.pid(), mute.pid(), crashed.pid()];
+    let cases = [
+        ("s-crashed", "not_live"),
+        ("never-existed", "not_live"),
+        ("s-a", "identity_mismatch"),
+        ("s-mute", "not_addressable"),
+    ];
+    for (session, refusal) in cases {
+        let (code, mut json, stderr) = home.json(&["resolve", session]);
+        assert_eq!(code, 3, "{session}: {stderr}");
+        assert_eq!(json["refusal"], refusal, "{session}");
+        assert_eq!(
+            json.as_object().unwrap().len(),
+            2,
+            "exactly refusal and message"
+        );
+        redact_json(&mut json, home.root(), &pids);
+        insta::assert_json_snapshot!(format!("refusal_{session}"), json);
+    }
+}
