@@ -5,9 +5,12 @@
 //! the top-level members; an edit splices new bytes into the original ones and never
 //! re-serializes the document.
 
+use std::fmt;
+
 use serde::Deserialize as _;
-use serde::de::IgnoredAny;
+use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Why a document cannot be edited: the caller turns this into an [`crate::Error`] with the path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,46 +73,16 @@ fn bad(at: usize) -> DocError {
 fn skip_string(bytes: &[u8], i: usize) -> Result<usize, DocError> {
     let mut j = i + 1;
     loop {
-        match bytes.get(j) {
-            None => return Err(bad(j)),
-            Some(b'"') => return Ok(j + 1),
-            Some(b'\\') => j += 2,
-            Some(_) => j += 1,
+        let rest = bytes.get(j..).ok_or_else(|| bad(j))?;
+        let k = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\')
+            .ok_or_else(|| bad(bytes.len()))?;
+        j += k;
+        if bytes.get(j) == Some(&b'"') {
+            return Ok(j + 1);
         }
-    }
-}
-
-/// Offset just past the value starting at `i`; iterative, so nesting depth cannot overflow the stack.
-fn skip_value(bytes: &[u8], i: usize) -> Result<usize, DocError> {
-    let mut depth = 0usize;
-    let mut j = i;
-    loop {
-        match bytes.get(j) {
-            None => return Err(bad(j)),
-            Some(b'"') => j = skip_string(bytes, j)?,
-            Some(b'{' | b'[') => {
-                depth += 1;
-                j += 1;
-            }
-            Some(b'}' | b']') => {
-                depth = depth.checked_sub(1).ok_or_else(|| bad(j))?;
-                j += 1;
-            }
-            Some(_) if depth > 0 => j += 1,
-            Some(_) => {
-                // A scalar at depth 0: number or literal, up to a delimiter.
-                while bytes
-                    .get(j)
-                    .is_some_and(|&b| !is_ws(b) && !matches!(b, b',' | b'}' | b']'))
-                {
-                    j += 1;
-                }
-                return Ok(j);
-            }
-        }
-        if depth == 0 {
-            return Ok(j);
-        }
+        j += 2;
     }
 }
 
@@ -123,6 +96,25 @@ fn kind_name(bytes: &[u8]) -> &'static str {
     }
 }
 
+/// Collects the top-level members as decoded keys and raw values borrowed from the input.
+struct Members;
+
+impl<'de> Visitor<'de> for Members {
+    type Value = Vec<(String, &'de RawValue)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members = Vec::new();
+        while let Some(member) = map.next_entry::<String, &'de RawValue>()? {
+            members.push(member);
+        }
+        Ok(members)
+    }
+}
+
 /// Validates `bytes` as a JSON object (or empty / whitespace-only text, read as `{}`) and
 /// finds its top-level members.
 pub(crate) fn scan(bytes: &[u8]) -> Result<Scanned, DocError> {
@@ -133,13 +125,24 @@ pub(crate) fn scan(bytes: &[u8]) -> Result<Scanned, DocError> {
             members: Vec::new(),
         });
     }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    IgnoredAny::deserialize(&mut de)
-        .and_then(|_| de.end())
-        .map_err(|e| DocError::InvalidJson(e.to_string()))?;
+    // Strict UTF-8 first (JSON text is UTF-8); parsing a `str` is then also faster.
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| DocError::InvalidJson(format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
+    let mut de = serde_json::Deserializer::from_str(text);
     if bytes.get(start) != Some(&b'{') {
+        IgnoredAny::deserialize(&mut de)
+            .and_then(|_| de.end())
+            .map_err(|e| DocError::InvalidJson(e.to_string()))?;
         return Err(DocError::NotAnObject(kind_name(bytes)));
     }
+    // One serde_json pass validates the document and hands over each member's raw value; the
+    // scanner below only walks the few bytes between them.
+    let raw = (&mut de)
+        .deserialize_map(Members)
+        .and_then(|members| de.end().map(|()| members))
+        .map_err(|e| DocError::InvalidJson(e.to_string()))?;
+    let base = bytes.as_ptr().addr();
+    let mut raw = raw.into_iter();
     let mut members = Vec::new();
     let mut i = start + 1;
     loop {
@@ -157,15 +160,16 @@ pub(crate) fn scan(bytes: &[u8]) -> Result<Scanned, DocError> {
         }
         let key_start = i;
         let key_end = skip_string(bytes, i)?;
-        let key: String =
-            serde_json::from_slice(bytes.get(key_start..key_end).ok_or_else(|| bad(i))?)
-                .map_err(|e| DocError::InvalidJson(e.to_string()))?;
+        let (key, value) = raw.next().ok_or_else(|| bad(i))?;
         i = skip_ws(bytes, key_end);
         if bytes.get(i) != Some(&b':') {
             return Err(bad(i));
         }
         let value_start = skip_ws(bytes, i + 1);
-        let value_end = skip_value(bytes, value_start)?;
+        if value.get().as_ptr().addr().checked_sub(base) != Some(value_start) {
+            return Err(bad(value_start));
+        }
+        let value_end = value_start + value.get().len();
         members.push(Member {
             key,
             key_start,
@@ -283,19 +287,39 @@ impl Style {
     }
 }
 
-fn splice(bytes: &[u8], start: usize, end: usize, with: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len() + with.len());
-    out.extend_from_slice(bytes.get(..start).unwrap_or_default());
-    out.extend_from_slice(with);
-    out.extend_from_slice(bytes.get(end..).unwrap_or_default());
-    out
+/// An edit of a document: the bytes `start..end` of the original replaced by `insert`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Splice {
+    start: usize,
+    end: usize,
+    insert: Vec<u8>,
+}
+
+impl Splice {
+    fn new(start: usize, end: usize, insert: Vec<u8>) -> Splice {
+        Splice { start, end, insert }
+    }
+
+    /// The edited document as three slices, so a big file is written without copying it.
+    pub(crate) fn parts<'a>(&'a self, original: &'a [u8]) -> [&'a [u8]; 3] {
+        [
+            original.get(..self.start).unwrap_or_default(),
+            &self.insert,
+            original.get(self.end..).unwrap_or_default(),
+        ]
+    }
+
+    /// The edited document in one buffer.
+    pub(crate) fn apply(&self, original: &[u8]) -> Vec<u8> {
+        self.parts(original).concat()
+    }
 }
 
 /// Sets top-level `key` to `value` with the smallest byte change; `None` when the member
 /// already holds an equal value (nothing to write).
 ///
 /// With duplicate keys the last occurrence (the one JSON.parse honours) is edited.
-pub(crate) fn set(bytes: &[u8], key: &str, value: &Value) -> Result<Option<Vec<u8>>, DocError> {
+pub(crate) fn set(bytes: &[u8], key: &str, value: &Value) -> Result<Option<Splice>, DocError> {
     let scanned = scan(bytes)?;
     if let Some(m) = scanned.last(key) {
         let raw = bytes.get(m.value_start..m.value_end).unwrap_or_default();
@@ -303,7 +327,7 @@ pub(crate) fn set(bytes: &[u8], key: &str, value: &Value) -> Result<Option<Vec<u
             return Ok(None);
         }
         let rendered = Style::of_member(bytes, m).render(value);
-        return Ok(Some(splice(bytes, m.value_start, m.value_end, &rendered)));
+        return Ok(Some(Splice::new(m.value_start, m.value_end, rendered)));
     }
     let key_json = serde_json::to_vec(key).unwrap_or_default();
     match (scanned.braces, scanned.members.last()) {
@@ -319,7 +343,7 @@ pub(crate) fn set(bytes: &[u8], key: &str, value: &Value) -> Result<Option<Vec<u
             out.extend_from_slice(&newline);
             out.push(b'}');
             out.extend_from_slice(&newline);
-            Ok(Some(out))
+            Ok(Some(Splice::new(0, bytes.len(), out)))
         }
         (Some((open, close)), None) => {
             // `{` ws `}`: the member goes right after `{`; an empty `{}` also gets a newline
@@ -332,7 +356,7 @@ pub(crate) fn set(bytes: &[u8], key: &str, value: &Value) -> Result<Option<Vec<u
             if close == open + 1 {
                 insert.extend_from_slice(&style.pretty.map(|(nl, _)| nl).unwrap_or_default());
             }
-            Ok(Some(splice(bytes, open + 1, open + 1, &insert)))
+            Ok(Some(Splice::new(open + 1, open + 1, insert)))
         }
         (Some(_), Some(last)) => {
             // Appended after the last member, copying that member's layout.
@@ -342,49 +366,61 @@ pub(crate) fn set(bytes: &[u8], key: &str, value: &Value) -> Result<Option<Vec<u
             insert.extend_from_slice(&key_json);
             insert.extend_from_slice(&style.colon);
             insert.extend_from_slice(&style.render(value));
-            Ok(Some(splice(bytes, last.value_end, last.value_end, &insert)))
+            Ok(Some(Splice::new(last.value_end, last.value_end, insert)))
         }
     }
 }
 
 /// Removes every top-level occurrence of `key` (so that the key is truly unset); `None` when
 /// it is absent. Removing a member appended by [`set`] gives back the original bytes.
-pub(crate) fn remove(bytes: &[u8], key: &str) -> Result<Option<Vec<u8>>, DocError> {
-    let mut current: Option<Vec<u8>> = None;
-    loop {
-        let doc = current.as_deref().unwrap_or(bytes);
-        let scanned = scan(doc)?;
-        let Some(index) = scanned.members.iter().rposition(|m| m.key == key) else {
-            return Ok(current);
-        };
-        let m = &scanned.members[index];
-        let next = if let Some(next) = scanned.members.get(index + 1) {
-            // Not the last: the member, its comma and the whitespace up to the next key go;
-            // the next member takes over this one's indentation.
-            splice(doc, m.key_start, next.key_start, b"")
-        } else if let Some(prev) = index.checked_sub(1).and_then(|p| scanned.members.get(p)) {
-            // The last of several: from the end of the previous value, comma included.
-            splice(doc, prev.value_end, m.value_end, b"")
-        } else {
-            // The only member: the whitespace it was given by an insertion into `{}` goes too.
-            let Some((open, close)) = scanned.braces else {
-                return Ok(current);
-            };
-            let lead = doc.get(open + 1..m.key_start).unwrap_or_default();
-            let trail = doc.get(m.value_end..close).unwrap_or_default();
-            let newline_then_indent = |nl: &[u8]| {
-                lead.starts_with(nl) && lead[nl.len()..].iter().all(|&b| b == b' ' || b == b'\t')
-            };
-            if (trail == b"\n" && newline_then_indent(b"\n"))
-                || (trail == b"\r\n" && newline_then_indent(b"\r\n"))
-            {
-                splice(doc, open + 1, close, b"")
-            } else {
-                splice(doc, open + 1, m.value_end, b"")
+pub(crate) fn remove(bytes: &[u8], key: &str) -> Result<Option<Splice>, DocError> {
+    let scanned = scan(bytes)?;
+    match scanned.members.iter().filter(|m| m.key == key).count() {
+        0 => Ok(None),
+        1 => Ok(remove_last(bytes, &scanned, key)),
+        _ => {
+            // Duplicates (rare): remove them one by one, then replace the whole document.
+            let mut current = bytes.to_vec();
+            loop {
+                let scanned = scan(&current)?;
+                let Some(splice) = remove_last(&current, &scanned, key) else {
+                    return Ok(Some(Splice::new(0, bytes.len(), current)));
+                };
+                current = splice.apply(&current);
             }
-        };
-        current = Some(next);
+        }
     }
+}
+
+/// Removes the last occurrence of `key` in the scanned document `doc`.
+fn remove_last(doc: &[u8], scanned: &Scanned, key: &str) -> Option<Splice> {
+    let index = scanned.members.iter().rposition(|m| m.key == key)?;
+    let m = &scanned.members[index];
+    let splice = if let Some(next) = scanned.members.get(index + 1) {
+        // Not the last: the member, its comma and the whitespace up to the next key go;
+        // the next member takes over this one's indentation.
+        Splice::new(m.key_start, next.key_start, Vec::new())
+    } else if let Some(prev) = index.checked_sub(1).and_then(|p| scanned.members.get(p)) {
+        // The last of several: from the end of the previous value, comma included.
+        Splice::new(prev.value_end, m.value_end, Vec::new())
+    } else {
+        // The only member: the whitespace it was given by an insertion into `{}` goes too.
+        let (open, close) = scanned.braces?;
+        let lead = doc.get(open + 1..m.key_start).unwrap_or_default();
+        let trail = doc.get(m.value_end..close).unwrap_or_default();
+        let newline_then_indent = |nl: &[u8]| {
+            lead.strip_prefix(nl)
+                .is_some_and(|rest| rest.iter().all(|&b| b == b' ' || b == b'\t'))
+        };
+        if (trail == b"\n" && newline_then_indent(b"\n"))
+            || (trail == b"\r\n" && newline_then_indent(b"\r\n"))
+        {
+            Splice::new(open + 1, close, Vec::new())
+        } else {
+            Splice::new(open + 1, m.value_end, Vec::new())
+        }
+    };
+    Some(splice)
 }
 
 #[cfg(test)]
@@ -393,12 +429,20 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
+    fn set_bytes(doc: &[u8], key: &str, value: &Value) -> Result<Option<Vec<u8>>, DocError> {
+        Ok(set(doc, key, value)?.map(|s| s.apply(doc)))
+    }
+
+    fn remove_bytes(doc: &[u8], key: &str) -> Result<Option<Vec<u8>>, DocError> {
+        Ok(remove(doc, key)?.map(|s| s.apply(doc)))
+    }
+
     fn set_str(doc: &str, key: &str, value: &Value) -> String {
-        String::from_utf8(set(doc.as_bytes(), key, value).unwrap().unwrap()).unwrap()
+        String::from_utf8(set_bytes(doc.as_bytes(), key, value).unwrap().unwrap()).unwrap()
     }
 
     fn remove_str(doc: &str, key: &str) -> Option<String> {
-        remove(doc.as_bytes(), key)
+        remove_bytes(doc.as_bytes(), key)
             .unwrap()
             .map(|b| String::from_utf8(b).unwrap())
     }
@@ -515,8 +559,8 @@ mod tests {
     fn deep_nesting_is_scanned_and_edited_without_overflowing_the_stack() {
         let deep = format!("{{\"a\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
         assert_eq!(scan(deep.as_bytes()).unwrap().members.len(), 1);
-        let with = set(deep.as_bytes(), "k", &json!(1)).unwrap().unwrap();
-        assert_eq!(remove(&with, "k").unwrap().unwrap(), deep.as_bytes());
+        let with = set_bytes(deep.as_bytes(), "k", &json!(1)).unwrap().unwrap();
+        assert_eq!(remove_bytes(&with, "k").unwrap().unwrap(), deep.as_bytes());
     }
 
     /// A JSON value kept as text, so that number spellings and escapes survive.
@@ -612,7 +656,10 @@ mod tests {
                 out.push_str(&unit.repeat(depth + 1));
             }
             if let Some(k) = key {
-                out.push_str(&format!("\"{k}\"{}", layout.colon));
+                out.push('"');
+                out.push_str(k);
+                out.push('"');
+                out.push_str(layout.colon);
             }
             render(child, layout, depth + 1, out);
         }
@@ -667,13 +714,13 @@ mod tests {
             value in new_value(),
         ) {
             let before: Value = serde_json::from_str(&doc).unwrap();
-            let with = set(doc.as_bytes(), "target", &value).unwrap().expect("the key was absent");
+            let with = set_bytes(doc.as_bytes(), "target", &value).unwrap().expect("the key was absent");
             prop_assert_eq!(get(&with, "target").unwrap().map(|(v, _)| v), Some(value.clone()));
             let mut parsed: Value = serde_json::from_slice(&with).unwrap();
             prop_assert_eq!(parsed.as_object_mut().unwrap().remove("target"), Some(value.clone()));
             prop_assert_eq!(&parsed, &before, "every other member is unchanged");
             prop_assert_eq!(set(&with, "target", &value).unwrap(), None, "setting the same value again writes nothing");
-            let back = remove(&with, "target").unwrap().expect("the key was present");
+            let back = remove_bytes(&with, "target").unwrap().expect("the key was present");
             prop_assert_eq!(String::from_utf8(back).unwrap(), doc);
         }
     }

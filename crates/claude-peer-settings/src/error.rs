@@ -105,7 +105,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// A stable snake_case name for the kind of error.
+    /// A stable `snake_case` name for the kind of error.
     #[must_use]
     pub fn as_str(&self) -> &'static str {
         match self {

@@ -61,8 +61,11 @@ pub trait SettingsFs {
     fn stat(&self, path: &Path) -> io::Result<Option<Stat>>;
     /// Creates `path` exclusively, without following links, with exactly `mode`.
     fn create_temp(&self, path: &Path, mode: u32) -> io::Result<Self::Temp>;
-    /// Writes all of `bytes` to the temporary file and fsyncs it.
-    fn write_temp(&self, temp: &mut Self::Temp, bytes: &[u8]) -> io::Result<()>;
+    /// Writes all of `parts`, one after the other, to the temporary file and fsyncs it.
+    fn write_temp(&self, temp: &mut Self::Temp, parts: &[&[u8]]) -> io::Result<()>;
+    /// Whether `path`, not following a link, still holds exactly `expected`: a regular file
+    /// with these bytes, or nothing at all when `expected` is `None`.
+    fn holds(&self, path: &Path, expected: Option<&[u8]>) -> io::Result<bool>;
     /// Renames `from` over `to`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Fsyncs the directory `dir`.
@@ -92,8 +95,11 @@ impl<F: SettingsFs + ?Sized> SettingsFs for &F {
     fn create_temp(&self, path: &Path, mode: u32) -> io::Result<Self::Temp> {
         (**self).create_temp(path, mode)
     }
-    fn write_temp(&self, temp: &mut Self::Temp, bytes: &[u8]) -> io::Result<()> {
-        (**self).write_temp(temp, bytes)
+    fn write_temp(&self, temp: &mut Self::Temp, parts: &[&[u8]]) -> io::Result<()> {
+        (**self).write_temp(temp, parts)
+    }
+    fn holds(&self, path: &Path, expected: Option<&[u8]>) -> io::Result<bool> {
+        (**self).holds(path, expected)
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         (**self).rename(from, to)
@@ -218,9 +224,47 @@ impl SettingsFs for RealFs {
         Ok(File::from(fd))
     }
 
-    fn write_temp(&self, temp: &mut File, bytes: &[u8]) -> io::Result<()> {
-        temp.write_all(bytes)?;
+    fn write_temp(&self, temp: &mut File, parts: &[&[u8]]) -> io::Result<()> {
+        for part in parts {
+            temp.write_all(part)?;
+        }
         temp.sync_all()
+    }
+
+    fn holds(&self, path: &Path, expected: Option<&[u8]>) -> io::Result<bool> {
+        let flags =
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW;
+        let fd = match rustix::fs::openat(CWD, path, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(expected.is_none()),
+            Err(rustix::io::Errno::LOOP) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        let Some(mut expected) = expected else {
+            return Ok(false);
+        };
+        let stat = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile
+            || u64::try_from(expected.len()).ok() != u64::try_from(stat.st_size).ok()
+        {
+            return Ok(false);
+        }
+        // Compared through a small buffer: no second copy of a big file in memory.
+        let mut file = File::from(fd);
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let n = file.read(&mut buf)?;
+            if n == 0 {
+                return Ok(expected.is_empty());
+            }
+            let Some((head, rest)) = expected.split_at_checked(n) else {
+                return Ok(false);
+            };
+            if buf.get(..n) != Some(head) {
+                return Ok(false);
+            }
+            expected = rest;
+        }
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

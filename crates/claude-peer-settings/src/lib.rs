@@ -80,7 +80,7 @@
 //! - **Removing** takes the member, one adjacent comma and the whitespace that belonged to
 //!   it, so removing a member that was inserted gives back the original bytes exactly. The one
 //!   exception: the last member of an object written as `{` newline `}` comes back as `{}`.
-//! - **Duplicate keys**: JSON.parse (and serde_json) honour the last occurrence, so reads and
+//! - **Duplicate keys**: `JSON.parse` (and `serde_json`) honour the last occurrence, so reads and
 //!   replacements use the last one; removal removes every occurrence, so the key is truly unset.
 //! - Keys are compared decoded: `"\u0063rossSessionInbound"` is the same key.
 //!

@@ -74,6 +74,16 @@ impl Revision {
         Revision(blake3::hash(bytes).to_hex().to_string())
     }
 
+    /// The revision of the concatenation of `parts`.
+    #[must_use]
+    pub(crate) fn of_parts(parts: &[&[u8]]) -> Revision {
+        let mut hasher = blake3::Hasher::new();
+        for part in parts {
+            hasher.update(part);
+        }
+        Revision(hasher.finalize().to_hex().to_string())
+    }
+
     /// The 64 hex digits.
     #[must_use]
     pub fn as_str(&self) -> &str {

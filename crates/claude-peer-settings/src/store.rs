@@ -11,12 +11,15 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::Error;
-use crate::edit::{self, DocError};
+use crate::edit::{self, DocError, Splice};
 use crate::fs::{Entry, RealFs, SettingsFs};
 use crate::policy::{INBOUND_KEY, InboundPolicy, Revision};
 
 /// Temporary files of ours older than this are left-overs of a crashed writer.
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60);
+
+/// From this size on, the new revision is hashed in parallel with the write.
+const PARALLEL_HASH_MIN: usize = 256 * 1024;
 
 /// Mode of a settings file this crate creates.
 const NEW_FILE_MODE: u32 = 0o600;
@@ -135,7 +138,7 @@ fn random_u64() -> u64 {
 }
 
 /// How an update changes the bytes: `Ok(None)` = nothing to write.
-type EditFn<'a> = dyn FnOnce(&[u8]) -> Result<Option<Vec<u8>>, Error> + 'a;
+type EditFn<'a> = &'a dyn Fn(&[u8]) -> Result<Option<Splice>, DocError>;
 
 impl<F: SettingsFs> SettingsStore<F> {
     /// The store for the settings file at `path`, on the file system `fs`.
@@ -201,29 +204,30 @@ impl<F: SettingsFs> SettingsStore<F> {
         expected: Option<&Revision>,
     ) -> Result<Snapshot, Error> {
         let value = Value::from(policy.as_str());
-        self.update_inbound(expected, &|bytes| edit::set(bytes, INBOUND_KEY, &value))
+        self.update_inbound(expected, Some(policy), &|bytes| {
+            edit::set(bytes, INBOUND_KEY, &value)
+        })
     }
 
     /// Removes `crossSessionInbound` (back to Claude Code's default), every occurrence of it.
     pub fn reset_inbound(&self, expected: Option<&Revision>) -> Result<Snapshot, Error> {
-        self.update_inbound(expected, &|bytes| edit::remove(bytes, INBOUND_KEY))
+        self.update_inbound(expected, None, &|bytes| edit::remove(bytes, INBOUND_KEY))
     }
 
+    /// Runs the update; the file afterwards holds `after` (or, when nothing was written,
+    /// the value it was compared equal to).
     fn update_inbound(
         &self,
         expected: Option<&Revision>,
-        edit: &dyn Fn(&[u8]) -> Result<Option<Vec<u8>>, DocError>,
+        after: Option<InboundPolicy>,
+        edit: EditFn<'_>,
     ) -> Result<Snapshot, Error> {
-        let path = &self.path;
-        let (exists, bytes) = self.update(
-            expected,
-            Box::new(|old| edit(old).map_err(|e| doc_error(path, e))),
-        )?;
+        let (exists, revision) = self.update(expected, edit)?;
         Ok(Snapshot {
-            path: path.clone(),
+            path: self.path.clone(),
             exists,
-            revision: Revision::of(&bytes),
-            inbound: inbound_of(path, &bytes)?,
+            revision,
+            inbound: after,
         })
     }
 
@@ -235,22 +239,14 @@ impl<F: SettingsFs> SettingsStore<F> {
         value: &Value,
         expected: Option<&Revision>,
     ) -> Result<Revision, Error> {
-        let path = &self.path;
-        let (_, bytes) = self.update(
-            expected,
-            Box::new(|old| edit::set(old, key, value).map_err(|e| doc_error(path, e))),
-        )?;
-        Ok(Revision::of(&bytes))
+        self.update(expected, &|old| edit::set(old, key, value))
+            .map(|(_, revision)| revision)
     }
 
     /// Removes every top-level occurrence of `key`. Returns the file's revision afterwards.
     pub fn remove_key(&self, key: &str, expected: Option<&Revision>) -> Result<Revision, Error> {
-        let path = &self.path;
-        let (_, bytes) = self.update(
-            expected,
-            Box::new(|old| edit::remove(old, key).map_err(|e| doc_error(path, e))),
-        )?;
-        Ok(Revision::of(&bytes))
+        self.update(expected, &|old| edit::remove(old, key))
+            .map(|(_, revision)| revision)
     }
 
     fn write_error(&self, action: &'static str, path: &Path, source: io::Error) -> Error {
@@ -285,8 +281,8 @@ impl<F: SettingsFs> SettingsStore<F> {
     fn update(
         &self,
         expected: Option<&Revision>,
-        edit: Box<EditFn<'_>>,
-    ) -> Result<(bool, Vec<u8>), Error> {
+        edit: EditFn<'_>,
+    ) -> Result<(bool, Revision), Error> {
         let dir = self.dir();
         self.fs
             .create_dir_all(&dir, NEW_DIR_MODE)
@@ -298,21 +294,40 @@ impl<F: SettingsFs> SettingsStore<F> {
             .map_err(|e| self.write_error("lock", &lock_path, e))?;
 
         let (mode, old) = self.load_for_update()?;
-        let read_revision = Revision::of(&old);
-        if let Some(expected) = expected.filter(|e| **e != read_revision) {
-            return Err(Error::Conflict {
-                path: self.path.clone(),
-                expected: expected.clone(),
-                found: read_revision,
-            });
+        if let Some(expected) = expected {
+            let found = Revision::of(&old);
+            if *expected != found {
+                return Err(Error::Conflict {
+                    path: self.path.clone(),
+                    expected: expected.clone(),
+                    found,
+                });
+            }
         }
-        let Some(new) = edit(&old)? else {
-            return Ok((mode.is_some(), old));
+        let Some(splice) = edit(&old).map_err(|e| doc_error(&self.path, e))? else {
+            return Ok((mode.is_some(), Revision::of(&old)));
         };
+        let new = splice.parts(&old);
+        let new_len: usize = new.iter().map(|p| p.len()).sum();
 
         self.remove_stale_temps(&dir);
         let (temp_path, mut temp) = self.create_temp(&dir, mode.unwrap_or(NEW_FILE_MODE))?;
-        let result = self.write_and_rename(&temp_path, &mut temp, &old, &read_revision, &new);
+        // A big document's new revision is hashed on a helper thread while the kernel writes
+        // and syncs the temporary file.
+        let (result, revision) = std::thread::scope(|scope| {
+            let hasher = (new_len >= PARALLEL_HASH_MIN)
+                .then(|| {
+                    std::thread::Builder::new()
+                        .spawn_scoped(scope, || Revision::of_parts(&new))
+                        .ok()
+                })
+                .flatten();
+            let result = self.write_and_rename(&temp_path, &mut temp, mode.map(|_| &old[..]), &new);
+            let revision = hasher
+                .and_then(|h| h.join().ok())
+                .unwrap_or_else(|| Revision::of_parts(&new));
+            (result, revision)
+        });
         drop(temp);
         if result.is_err() {
             // Best effort; after a failed rename it may already be gone.
@@ -323,7 +338,7 @@ impl<F: SettingsFs> SettingsStore<F> {
             path: self.path.clone(),
             source,
         })?;
-        Ok((true, new))
+        Ok((true, revision))
     }
 
     fn create_temp(&self, dir: &Path, mode: u32) -> Result<(PathBuf, F::Temp), Error> {
@@ -341,31 +356,36 @@ impl<F: SettingsFs> SettingsStore<F> {
         }
     }
 
+    /// `old` is what the update read: `None` when the file was missing.
     fn write_and_rename(
         &self,
         temp_path: &Path,
         temp: &mut F::Temp,
-        old: &[u8],
-        read_revision: &Revision,
-        new: &[u8],
+        old: Option<&[u8]>,
+        new: &[&[u8]],
     ) -> Result<(), Error> {
         self.fs
             .write_temp(temp, new)
             .map_err(|e| self.write_error("write", temp_path, e))?;
         // Writers that take no lock (Claude Code) are caught here: compare once more right
         // before the rename.
-        let (_, now) = match self.load_for_update() {
-            Ok(loaded) => loaded,
-            Err(Error::Symlink { .. } | Error::NotRegularFile { .. }) => {
-                (None, b"\0changed".to_vec())
-            }
-            Err(e) => return Err(e),
-        };
-        if now != old {
+        let unchanged = self
+            .fs
+            .holds(&self.path, old)
+            .map_err(|source| Error::Read {
+                path: self.path.clone(),
+                source,
+            })?;
+        if !unchanged {
+            let found = match self.load_for_update() {
+                Ok((_, now)) => Revision::of(&now),
+                Err(Error::Symlink { .. } | Error::NotRegularFile { .. }) => Revision::of(b"\0"),
+                Err(e) => return Err(e),
+            };
             return Err(Error::Conflict {
                 path: self.path.clone(),
-                expected: read_revision.clone(),
-                found: Revision::of(&now),
+                expected: Revision::of(old.unwrap_or_default()),
+                found,
             });
         }
         self.fs

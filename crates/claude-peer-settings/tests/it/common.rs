@@ -35,7 +35,9 @@ pub(crate) fn temps_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.contains(".claude-peers-") && n.ends_with(".tmp"))
+        .filter(|n| {
+            n.contains(".claude-peers-") && Path::new(n).extension().is_some_and(|e| e == "tmp")
+        })
         .collect();
     names.sort();
     names

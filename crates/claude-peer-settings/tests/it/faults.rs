@@ -69,10 +69,6 @@ impl SettingsFs for FaultFs {
         }
         let n = self.loads.get();
         self.loads.set(n + 1);
-        if n == 1 && self.at(Step::BeforeRename) == Some(Action::ConcurrentEdit) {
-            // Just before the re-read that immediately precedes the rename.
-            self.concurrent_edit();
-        }
         let entry = RealFs.load(path, follow)?;
         if n == 0 {
             match self.at(Step::AfterRead) {
@@ -104,8 +100,16 @@ impl SettingsFs for FaultFs {
         RealFs.create_temp(path, mode)
     }
 
-    fn write_temp(&self, temp: &mut File, bytes: &[u8]) -> io::Result<()> {
-        RealFs.write_temp(temp, bytes)?;
+    fn holds(&self, path: &Path, expected: Option<&[u8]>) -> io::Result<bool> {
+        if self.at(Step::BeforeRename) == Some(Action::ConcurrentEdit) {
+            // Just before the comparison that immediately precedes the rename.
+            self.concurrent_edit();
+        }
+        RealFs.holds(path, expected)
+    }
+
+    fn write_temp(&self, temp: &mut File, parts: &[&[u8]]) -> io::Result<()> {
+        RealFs.write_temp(temp, parts)?;
         match self.at(Step::AfterTempWrite) {
             Some(Action::Fail) => Err(Self::injected()),
             Some(Action::ConcurrentEdit) => {
