@@ -47,8 +47,9 @@
 //! 7. create `.<file name>.claude-peers-<16 hex>.tmp` in the same directory, exclusively and
 //!    without following links, with the original file's permission bits (0600 for a new file),
 //!    write and fsync it;
-//! 8. read the file again and compare it with the bytes of step 3: writers that take no lock
-//!    (Claude Code itself) are caught here as a `conflict`, and the temporary file is removed;
+//! 8. compare the file once more with the bytes of step 3 (through a small buffer, without
+//!    following links): writers that take no lock (Claude Code itself) are caught here as a
+//!    `conflict`, and the temporary file is removed;
 //! 9. rename the temporary file over the settings file, then fsync the directory (a failure
 //!    of that last fsync is [`Error::NotDurable`]: the new bytes are in place).
 //!
@@ -62,10 +63,12 @@
 //!
 //! # The minimal edit
 //!
-//! The document is validated with `serde_json` (invalid JSON and non-object top levels are
-//! refused, the file untouched), then a small scanner finds the byte span of each top-level
+//! The document must be UTF-8 and is validated with `serde_json` in one pass that also yields
+//! each top-level member's raw value (invalid JSON and non-object top levels are refused, the
+//! file untouched), then a small scanner finds the byte span of each top-level
 //! member and the new bytes are spliced into the original ones; the document is never
-//! re-serialized, so key order, indentation, spacing, number spellings, escapes and a final
+//! re-serialized (the new file is written as three slices: the bytes before the member, the
+//! new member bytes, the bytes after it), so key order, indentation, spacing, number spellings, escapes and a final
 //! newline (or its absence) stay exactly as they were.
 //!
 //! - **Replacing** a value changes only the value's bytes. Setting a value equal to the

@@ -377,11 +377,9 @@ impl<F: SettingsFs> SettingsStore<F> {
                 source,
             })?;
         if !unchanged {
-            let found = match self.load_for_update() {
-                Ok((_, now)) => Revision::of(&now),
-                Err(Error::Symlink { .. } | Error::NotRegularFile { .. }) => Revision::of(b"\0"),
-                Err(e) => return Err(e),
-            };
+            // A link or a non-file swapped in is reported as such; nothing was written.
+            let (_, now) = self.load_for_update()?;
+            let found = Revision::of(&now);
             return Err(Error::Conflict {
                 path: self.path.clone(),
                 expected: Revision::of(old.unwrap_or_default()),
