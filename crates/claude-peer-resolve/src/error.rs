@@ -12,6 +12,11 @@ pub enum RefusalKind {
     IdentityMismatch,
     /// Live, but it cannot be messaged.
     NotAddressable,
+    /// The receiving session's inbound policy (as far as files show) refuses messages,
+    /// or cannot be told; nothing was relayed.
+    InboundRefused,
+    /// The relay did not confirm the send: it failed, timed out or crashed.
+    DeliveryFailed,
 }
 
 impl RefusalKind {
@@ -22,6 +27,8 @@ impl RefusalKind {
             Self::NotLive => "not_live",
             Self::IdentityMismatch => "identity_mismatch",
             Self::NotAddressable => "not_addressable",
+            Self::InboundRefused => "inbound_refused",
+            Self::DeliveryFailed => "delivery_failed",
         }
     }
 }

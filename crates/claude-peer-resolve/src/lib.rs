@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod confirm;
 mod error;
 mod resolve;
 mod scan;
