@@ -1,0 +1,73 @@
+//! Deliver a message to one live Claude Code session through a relay, refusing whenever
+//! identity or policy is in doubt.
+//!
+//! This project never writes Claude Code's messaging socket. A **relay**, a program the
+//! harness owns (for example a headless Claude session using its `SendMessage` tool),
+//! does the sending; this crate decides whether a send may happen and to whom exactly,
+//! hands the message over, and reports honestly what happened.
+//!
+//! ```no_run
+//! use claude_peer_registry::ClaudeHome;
+//! use claude_peer_relay::{CommandRelay, deliver};
+//!
+//! let home = ClaudeHome::new("/home/ada/.claude");
+//! let relay = CommandRelay::new("/home/ada/bin/relay.sh");
+//! let delivered = deliver(&home, "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57", "the build is green", &relay)?;
+//! println!("{} ({})", delivered.inbound.as_str(), delivered.detail.unwrap_or_default());
+//! # Ok::<(), claude_peer_relay::Error>(())
+//! ```
+//!
+//! # What a delivery does
+//!
+//! 1. An empty (or whitespace-only) message and one above [`MAX_MESSAGE_BYTES`] are
+//!    errors before anything else is done.
+//! 2. The session is resolved afresh ([`claude_peer_resolve::Discovery::resolve_live_session`]):
+//!    refusals `not_live`, `identity_mismatch`, `not_addressable`.
+//! 3. Its `crossSessionInbound`, as far as files show (managed settings, the user's
+//!    settings, its cwd's project settings; a `--settings` flag on its process cannot be
+//!    seen): `refuse` is the refusal `inbound_refused`, and nothing is relayed; so is a
+//!    policy that cannot be told (a settings file that cannot be read or parsed).
+//!    `accept` makes the outcome [`Inbound::Automatic`]; `hold` and Claude Code's
+//!    default (unset) make it [`Inbound::MayHold`]: the message may wait for the
+//!    receiving user's approval.
+//! 4. Immediately before the hand-over, the session's record and its pid are read again
+//!    ([`claude_peer_resolve::Discovery::confirm`]): the same pid, with the same start
+//!    token, must still run the same session id, else `not_live` (a `/clear`, a resume
+//!    or a crash in between) and the relay is never started.
+//! 5. The relay gets the [`Target`] and the message. When it does not confirm the send
+//!    (it fails, times out or crashes), the refusal is `delivery_failed`, in the relay's
+//!    own words.
+//!
+//! [`Courier::prepare`] (steps 1–3) and [`Prepared::hand_over`] (steps 4–5) are public,
+//! so a harness can show the target before sending, and tests can act in between.
+//!
+//! # A relay program
+//!
+//! [`CommandRelay`] runs a program, without a shell, with the target in
+//! `CLAUDE_PEERS_TARGET_SESSION_ID`, `CLAUDE_PEERS_TARGET_NAME`,
+//! `CLAUDE_PEERS_TARGET_PID`, `CLAUDE_PEERS_TARGET_SOCKET` and `CLAUDE_PEERS_TARGET_CWD`,
+//! and the message on stdin. It confirms by exiting 0 after printing a stdout line
+//! `{"sent":true}` (optionally with `"detail"`); anything else fails the delivery with
+//! the last 4 KiB of its stderr. For example:
+//!
+//! ```sh
+//! #!/bin/sh
+//! # Send stdin to the target with your own sender, then confirm.
+//! my-sender --to "$CLAUDE_PEERS_TARGET_NAME" >&2 || exit 1
+//! echo '{"sent":true,"detail":"sent by my-sender"}'
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod command;
+mod deliver;
+mod error;
+mod relay;
+
+pub use command::{
+    CommandRelay, DEFAULT_TIMEOUT, ENV_CWD, ENV_NAME, ENV_PID, ENV_SESSION_ID, ENV_SOCKET,
+    STDERR_TAIL_BYTES, STDOUT_LINE_BYTES,
+};
+pub use deliver::{Courier, Delivered, Inbound, MAX_MESSAGE_BYTES, Prepared, deliver};
+pub use error::Error;
+pub use relay::{Confirmation, Relay, RelayFailure, Target};

@@ -1,0 +1,95 @@
+//! What a relay is handed and what it answers.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use claude_peer_registry::Pid;
+use claude_peer_resolve::Session;
+
+/// The address of the one session a message goes to, as handed to a relay.
+///
+/// Built from the session as confirmed immediately before the hand-over. A name shared
+/// with another live session has already been refused, so `name` alone addresses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The session's name, its cross-session address; `None` when its record gives none.
+    pub name: Option<String>,
+    /// The session id.
+    pub session_id: String,
+    /// The pid of the Claude Code process running it.
+    pub pid: Pid,
+    /// Its messaging socket (`messagingSocketPath`). Relays send through Claude Code's
+    /// own messaging; this project never writes to the socket.
+    pub socket: PathBuf,
+    /// Its working directory.
+    pub cwd: PathBuf,
+}
+
+impl Target {
+    /// The target of a live, addressable session with an absolute cwd; `None` otherwise.
+    #[must_use]
+    pub fn of(session: &Session) -> Option<Self> {
+        let record = session.record.as_ref()?;
+        let cwd = PathBuf::from(record.cwd.as_deref()?);
+        if !cwd.is_absolute() || !session.is_live() || !session.addressability.is_addressable() {
+            return None;
+        }
+        Some(Self {
+            name: record.name.clone(),
+            session_id: record.session_id.clone(),
+            pid: session.pid?,
+            socket: PathBuf::from(record.messaging_socket_path.as_deref()?),
+            cwd,
+        })
+    }
+}
+
+/// A relay's confirmation that it sent the message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Confirmation {
+    /// What the relay said about the send, if anything.
+    pub detail: Option<String>,
+}
+
+/// A relay's failure to confirm a send, in its own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayFailure {
+    message: String,
+}
+
+impl RelayFailure {
+    /// A failure saying `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// What the relay said.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for RelayFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Hands one message to one session, through Claude Code's own messaging.
+///
+/// This project decides whether a send may happen and to whom; a relay (owned by the
+/// harness) does the sending. [`CommandRelay`](crate::CommandRelay) runs a program.
+pub trait Relay {
+    /// Sends `message` to `target`, returning once the send is confirmed or has failed.
+    /// Implementations must return in bounded time: nothing else interrupts them.
+    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure>;
+}
+
+impl<R: Relay + ?Sized> Relay for &R {
+    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
+        (**self).send(target, message)
+    }
+}
