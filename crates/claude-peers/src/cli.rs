@@ -1,6 +1,10 @@
 //! The command line, as clap sees it.
+// Doc comments here are the --help text people read, not rustdoc: no Markdown backticks.
+#![allow(clippy::doc_markdown)]
 
+use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use claude_peer_settings::MANAGED_SETTINGS_PATH;
@@ -10,7 +14,8 @@ Exit codes:
   0  success
   1  error (unreadable registry or settings, invalid settings file, …)
   2  usage error
-  3  refusal: the session cannot be resolved safely (not_live, identity_mismatch, not_addressable)
+  3  refusal: the session cannot be resolved safely (not_live, identity_mismatch, not_addressable),
+     or a send was refused (inbound_refused) or not confirmed by the relay (delivery_failed)
   4  conflict: the settings file changed since the expected revision; nothing was written
 
 The Claude home is --home, else $CLAUDE_CONFIG_DIR, else ~/.claude. With --json, stdout
@@ -56,6 +61,28 @@ pub(crate) enum Command {
     Settings {
         #[command(subcommand)]
         action: Option<SettingsAction>,
+    },
+    /// Hand a message for one live session to a relay program (exit 3 when refused)
+    ///
+    /// The session is resolved afresh, its inbound policy checked (refuse: nothing is
+    /// relayed), and the same process confirmed again just before PROGRAM runs. PROGRAM
+    /// gets the target in CLAUDE_PEERS_TARGET_{SESSION_ID,NAME,PID,SOCKET,CWD}, the message
+    /// on stdin, and confirms by exiting 0 after printing {"sent":true}.
+    Send {
+        /// The session id
+        session_id: String,
+        /// The message [default: read from stdin]
+        #[arg(long, value_name = "TEXT")]
+        message: Option<String>,
+        /// Seconds to wait for the relay before killing it
+        #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds)]
+        timeout: Duration,
+        /// Managed settings file
+        #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
+        managed_settings: PathBuf,
+        /// The relay program and its arguments, passed as given (no shell)
+        #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
+        relay: Vec<OsString>,
     },
     /// Print an event whenever the live set or a live session changes, until interrupted
     Watch {
@@ -109,4 +136,13 @@ pub(crate) enum Shell {
     Bash,
     Zsh,
     Fish,
+}
+
+/// A positive, finite number of seconds.
+fn seconds(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
 }

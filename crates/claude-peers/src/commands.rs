@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::cli::{Cli, Command, Policy, SettingsAction, Shell};
 use crate::output::{Exit, Failure, Output};
 use crate::view::{SessionDetailJson, SessionJson, now_ms, status_text, table};
-use crate::watch;
+use crate::{send, watch};
 
 pub(crate) type Os = Discovery<OsProcessTable, OsRegistryFs>;
 
@@ -26,6 +26,21 @@ pub(crate) fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
         Command::Resolve { session_id } => resolve(&home, &session_id, out),
         Command::Settings { action } => settings(&home, action, out),
         Command::Watch { poll } => watch::run(&home, poll, out),
+        Command::Send {
+            session_id,
+            message,
+            timeout,
+            managed_settings,
+            relay,
+        } => send::run(
+            &home,
+            &session_id,
+            message,
+            timeout,
+            managed_settings,
+            relay,
+            out,
+        ),
         Command::Completions { shell } => completions(shell),
     };
     match result {
@@ -61,6 +76,12 @@ impl From<Failure> for Fail {
 
 impl From<claude_peer_resolve::Error> for Fail {
     fn from(err: claude_peer_resolve::Error) -> Self {
+        Self::Failure(err.into())
+    }
+}
+
+impl From<claude_peer_relay::Error> for Fail {
+    fn from(err: claude_peer_relay::Error) -> Self {
         Self::Failure(err.into())
     }
 }

@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod output;
+mod send;
 mod view;
 mod watch;
 

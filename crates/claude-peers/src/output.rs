@@ -59,6 +59,23 @@ impl From<claude_peer_resolve::Error> for Failure {
     }
 }
 
+impl From<claude_peer_relay::Error> for Failure {
+    fn from(err: claude_peer_relay::Error) -> Self {
+        match err {
+            claude_peer_relay::Error::Discovery(err) => err.into(),
+            err => match err.refusal() {
+                Some(refusal) => Self {
+                    exit: Exit::Refusal,
+                    key: "refusal",
+                    name: refusal.kind.as_str(),
+                    message: refusal.message.clone(),
+                },
+                None => Self::error(err.as_str(), err.to_string()),
+            },
+        }
+    }
+}
+
 impl From<claude_peer_settings::Error> for Failure {
     fn from(err: claude_peer_settings::Error) -> Self {
         let exit = if matches!(err, claude_peer_settings::Error::Conflict { .. }) {

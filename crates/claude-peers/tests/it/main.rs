@@ -5,6 +5,7 @@
 
 mod list;
 mod resolve;
+mod send;
 mod settings;
 mod support;
 mod watch;

@@ -113,7 +113,8 @@ impl Home {
         let mut record = serde_json::json!({
             "pid": pid,
             "sessionId": session,
-            "cwd": "/work/project",
+            // Inside the temporary home, so no real project settings can apply.
+            "cwd": self.root().join("project").to_str().unwrap(),
             "startedAt": now_ms() - 3_600_000,
             "procStart": start_token(pid),
             "version": "2.1.332",
