@@ -135,7 +135,9 @@ fn list_all_gives_every_record_its_verdict_and_reason() {
     redact_json(&mut json, home.root(), &pids);
     // Sorted by pid, the fixture's leftover lands anywhere among the children: pin the
     // contents in a stable order (the pid order is checked above).
-    json.as_array_mut().unwrap().sort_by_key(|s| s["file"].as_str().unwrap().to_owned());
+    json.as_array_mut()
+        .unwrap()
+        .sort_by_key(|s| s["file"].as_str().unwrap().to_owned());
     insta::assert_json_snapshot!("list_all", json);
 }
 

@@ -1,0 +1,162 @@
+//! Real registries for benchmarks: records of real live child processes and of pids
+//! that surely do not run, shaped like the ones Claude Code 2.1.332 writes.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use claude_peer_registry::ClaudeHome;
+
+/// Facts about this machine that generated records need.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    /// `/proc/sys/kernel/pid_max`: no process has a pid above it.
+    pub pid_max: u32,
+    /// This machine's pid domain, as Claude Code records it.
+    pub pid_domain: Option<String>,
+}
+
+impl Machine {
+    /// Reads `pid_max`, `/etc/machine-id` and this process's pid namespace.
+    #[must_use]
+    pub fn learn() -> Self {
+        let pid_max = fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            // The kernel's ceiling (PID_MAX_LIMIT) when the knob cannot be read.
+            .unwrap_or(4_194_304);
+        let pid_domain = (|| {
+            let id = fs::read_to_string("/etc/machine-id").ok()?;
+            let id = id.trim();
+            let ns = fs::read_link("/proc/self/ns/pid").ok()?;
+            let ns = ns.to_str()?;
+            (!id.is_empty()).then(|| format!("linux:{id}:{ns}"))
+        })();
+        Self {
+            pid_max,
+            pid_domain,
+        }
+    }
+
+    /// The `i`th pid that surely does not run: above `pid_max`, yet a valid record name.
+    #[must_use]
+    pub fn dead_pid(&self, i: usize) -> u32 {
+        self.pid_max
+            .saturating_add(1)
+            .saturating_add(u32::try_from(i).unwrap_or(u32::MAX))
+    }
+}
+
+/// Real `sleep 600` children, killed and reaped when dropped (also on panic).
+#[derive(Debug)]
+pub struct Children(Vec<Child>);
+
+impl Children {
+    /// Spawns `n` children.
+    pub fn spawn(n: usize) -> io::Result<Self> {
+        let mut children = Self(Vec::with_capacity(n));
+        for _ in 0..n {
+            children.0.push(
+                Command::new("sleep")
+                    .arg("600")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()?,
+            );
+        }
+        Ok(children)
+    }
+
+    /// Their pids.
+    #[must_use]
+    pub fn pids(&self) -> Vec<u32> {
+        self.0.iter().map(Child::id).collect()
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+        }
+        for child in &mut self.0 {
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Field 22 (`starttime`) of `/proc/<pid>/stat`, counted after the last `)`.
+pub fn proc_start(pid: u32) -> io::Result<String> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    stat.rfind(')')
+        .and_then(|close| stat[close + 1..].split_ascii_whitespace().nth(22 - 3))
+        .map(str::to_owned)
+        .ok_or_else(|| io::Error::other(format!("no starttime in /proc/{pid}/stat")))
+}
+
+/// A record shaped like the captured 2.1.332 ones (about 600 bytes).
+#[must_use]
+pub fn record(pid: u32, proc_start: &str, pid_domain: Option<&str>, socks: &Path) -> String {
+    let mut json = String::with_capacity(700);
+    let _ = write!(
+        json,
+        r#"{{"pid":{pid},"sessionId":"75c834bc-f549-4085-a152-{pid:012x}","cwd":"/home/ada/projects/ccproj-{pid}","startedAt":1796030547041,"procStart":"{proc_start}","version":"2.1.332","peerProtocol":1,"peerFeatures":["notify_idle","reply_across_default_dirs","artifact_yield"],"kind":"interactive","entrypoint":"cli","#
+    );
+    if let Some(domain) = pid_domain {
+        let _ = write!(json, r#""pidDomain":"{domain}","#);
+    }
+    let _ = write!(
+        json,
+        r#""asksForConvertedSkills":null,"tmux":"cc1:@0.%0","messagingSocketPath":"{}/{pid}.sock","name":"ccproj-{pid}-06","nameSource":"derived","nameSince":1796030547041,"status":"idle","updatedAt":1796030546860,"statusUpdatedAt":1796030546860}}"#,
+        socks.display()
+    );
+    json
+}
+
+/// A Claude home in a temporary directory holding `dead` records of pids that do not
+/// run and one record for each live child, with its true start token.
+#[derive(Debug)]
+pub struct Registry {
+    _root: tempfile::TempDir,
+    /// The home.
+    pub home: ClaudeHome,
+    /// Its `sessions/` directory.
+    pub sessions: PathBuf,
+}
+
+impl Registry {
+    /// Writes the registry.
+    pub fn generate(machine: &Machine, dead: usize, children: &Children) -> io::Result<Self> {
+        let root = tempfile::tempdir()?;
+        let home = ClaudeHome::new(root.path().join("claude"));
+        let sessions = home.sessions_dir();
+        fs::create_dir_all(&sessions)?;
+        fs::set_permissions(&sessions, fs::Permissions::from_mode(0o700))?;
+        // Never created: a missing socket costs one `lstat`, as a present one does.
+        let socks = root.path().join("cc-socks");
+        let domain = machine.pid_domain.as_deref();
+        for i in 0..dead {
+            let pid = machine.dead_pid(i);
+            let start = (1_000_000 + i * 37).to_string();
+            fs::write(
+                sessions.join(format!("{pid}.json")),
+                record(pid, &start, domain, &socks),
+            )?;
+        }
+        for pid in children.pids() {
+            fs::write(
+                sessions.join(format!("{pid}.json")),
+                record(pid, &proc_start(pid)?, domain, &socks),
+            )?;
+        }
+        Ok(Self {
+            _root: root,
+            home,
+            sessions,
+        })
+    }
+}
