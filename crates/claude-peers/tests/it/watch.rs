@@ -115,3 +115,38 @@ fn watch_follows_a_registry_created_after_it_started() {
     watch.kill().unwrap();
     watch.wait().unwrap();
 }
+
+#[test]
+fn sigint_and_sigterm_end_watch_at_once_with_every_line_whole() {
+    for signal in [rustix::process::Signal::INT, rustix::process::Signal::TERM] {
+        let mut home = Home::new();
+        let child = Sleeper::spawn();
+        home.live_record(&child, "s-signal", "signalled", "idle", false);
+        let mut watch = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+            .args(["--json", "watch", "--home"])
+            .arg(home.root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = BufReader::new(watch.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        let pid = rustix::process::Pid::from_raw(i32::try_from(watch.id()).unwrap()).unwrap();
+        rustix::process::kill_process(pid, signal).unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || tx.send(watch.wait()));
+        let status = rx
+            .recv_timeout(PATIENCE)
+            .expect("watch ends on the signal")
+            .unwrap();
+        assert!(!status.success(), "ended by {signal:?}");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        for line in first.lines().chain(rest.lines()) {
+            let event: serde_json::Value =
+                serde_json::from_str(line).expect("every line is whole JSON");
+            assert_eq!(event["event"], "appeared");
+        }
+    }
+}
