@@ -1,7 +1,7 @@
 //! `watch`, end to end: appeared, changed, vanished, and a clean end.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -10,49 +10,88 @@ use crate::support::{Home, Sleeper};
 /// A bound on waiting for an event, so a broken watch fails instead of hanging.
 const PATIENCE: Duration = Duration::from_secs(20);
 
+/// A running `claude-peers --json watch`, its event lines arriving on a channel.
+struct Watch {
+    /// `None` once `stop` has taken it to wait for its exit.
+    child: Option<Child>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Watch {
+    fn start(home: &Home) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+            .args(["--json", "watch", "--home"])
+            .arg(home.root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                if tx.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child: Some(child),
+            lines,
+        }
+    }
+
+    fn next(&self) -> serde_json::Value {
+        let line = self.lines.recv_timeout(PATIENCE).expect("an event line");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("a JSON line ({e}): {line}"))
+    }
+
+    /// Sends `signal` and waits for the exit; the lines still in flight are returned.
+    fn stop(mut self, signal: rustix::process::Signal) -> (std::process::ExitStatus, Vec<String>) {
+        let mut child = self.child.take().unwrap();
+        let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        rustix::process::kill_process(pid, signal).unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || tx.send(child.wait()));
+        let status = rx
+            .recv_timeout(PATIENCE)
+            .expect("watch ends on the signal")
+            .unwrap();
+        let rest = std::iter::from_fn(|| self.lines.recv_timeout(PATIENCE).ok()).collect();
+        (status, rest)
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 #[test]
 fn a_record_appearing_changing_and_its_process_dying_are_three_events_in_order() {
     let mut home = Home::new();
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
-        .args(["--json", "watch", "--home"])
-        .arg(home.root())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stdout = watch.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            if tx.send(line.unwrap()).is_err() {
-                break;
-            }
-        }
-    });
-    let next = || -> serde_json::Value {
-        let line = rx.recv_timeout(PATIENCE).expect("an event line");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("a JSON line ({e}): {line}"))
-    };
+    let watch = Watch::start(&home);
 
     let mut child = Sleeper::spawn();
     home.live_record(&child, "s-watch", "watched", "idle", true);
-    let appeared = next();
+    let appeared = watch.next();
     assert_eq!(appeared["event"], "appeared");
     assert_eq!(appeared["session"]["session_id"], "s-watch");
     assert_eq!(appeared["session"]["status"], "idle");
 
     home.live_record(&child, "s-watch", "watched", "busy", true);
-    let changed = next();
+    let changed = watch.next();
     assert_eq!(changed["event"], "changed");
     assert_eq!(changed["session"]["status"], "busy");
 
     child.crash();
-    let vanished = next();
+    let vanished = watch.next();
     assert_eq!(vanished["event"], "vanished");
     assert_eq!(vanished["session"]["session_id"], "s-watch");
-
-    watch.kill().unwrap();
-    watch.wait().unwrap();
 }
 
 #[test]
@@ -85,35 +124,14 @@ fn watch_ends_cleanly_when_its_reader_goes_away() {
 
 #[test]
 fn watch_follows_a_registry_created_after_it_started() {
-    let home = Home::empty();
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
-        .args(["--json", "watch", "--home"])
-        .arg(home.root())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = watch.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            if tx.send(line.unwrap()).is_err() {
-                break;
-            }
-        }
-    });
+    let mut home = Home::empty();
+    let watch = Watch::start(&home);
     std::fs::create_dir(home.root().join("sessions")).unwrap();
-    let mut home = home;
     let child = Sleeper::spawn();
     home.live_record(&child, "s-late", "late", "idle", false);
-    let line = rx
-        .recv_timeout(PATIENCE)
-        .expect("an event for the late registry");
-    let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let event = watch.next();
     assert_eq!(event["event"], "appeared");
     assert_eq!(event["session"]["session_id"], "s-late");
-    watch.kill().unwrap();
-    watch.wait().unwrap();
 }
 
 #[test]
@@ -122,30 +140,13 @@ fn sigint_and_sigterm_end_watch_at_once_with_every_line_whole() {
         let mut home = Home::new();
         let child = Sleeper::spawn();
         home.live_record(&child, "s-signal", "signalled", "idle", false);
-        let mut watch = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
-            .args(["--json", "watch", "--home"])
-            .arg(home.root())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdout = BufReader::new(watch.stdout.take().unwrap());
-        let mut first = String::new();
-        stdout.read_line(&mut first).unwrap();
-        let pid = rustix::process::Pid::from_raw(i32::try_from(watch.id()).unwrap()).unwrap();
-        rustix::process::kill_process(pid, signal).unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || tx.send(watch.wait()));
-        let status = rx
-            .recv_timeout(PATIENCE)
-            .expect("watch ends on the signal")
-            .unwrap();
+        let watch = Watch::start(&home);
+        assert_eq!(watch.next()["event"], "appeared");
+        let (status, rest) = watch.stop(signal);
         assert!(!status.success(), "ended by {signal:?}");
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
-        for line in first.lines().chain(rest.lines()) {
+        for line in rest {
             let event: serde_json::Value =
-                serde_json::from_str(line).expect("every line is whole JSON");
+                serde_json::from_str(&line).expect("every line is whole JSON");
             assert_eq!(event["event"], "appeared");
         }
     }
