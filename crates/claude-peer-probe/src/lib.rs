@@ -7,7 +7,8 @@
 //!
 //! - [`ProcessTable`]: `kill(pid, 0)`, `/proc/<pid>/stat` and thread-group
 //!   leadership (`pidfd_open`, else `Tgid` in `/proc/<pid>/status`), this reader's
-//!   uid and pid domain;
+//!   uid and pid domain. A long-lived [`OsProcessTable`] pins the live processes it
+//!   has seen with pidfds and answers for them without reading `/proc` again;
 //! - [`RegistryFs`]: the registry directory and its files, read without following
 //!   links, without blocking and never past a bound; sockets by `lstat` only.
 //!

@@ -7,19 +7,82 @@ use crate::{ProcessTable, Reader};
 
 /// The process table of the running OS.
 ///
-/// On Linux it reads `/proc`; boot time, clock rate and pid domain are learned once
-/// per value and cached. On other Unix systems only the signal outcome is known.
-#[derive(Debug, Default)]
+/// On Linux it reads `/proc`. Boot time, clock rate, the pid domain and the `/proc`
+/// directory are facts of the whole process: they are learned once per process, so a
+/// fresh table costs nothing to build. On other Unix systems only the signal outcome
+/// is known.
+///
+/// **A table pins the processes it has seen live.** The first time `facts` finds a
+/// pid alive, running and a thread-group leader, it keeps a pidfd of that process with
+/// the facts it read. A pidfd names one process, never a later holder of its pid, and
+/// becomes readable when that process exits (zombie included); while it is not
+/// readable the pid still names that very process, whose start token, start time and
+/// leadership cannot have changed. So later calls answer with one zero-timeout `poll`
+/// instead of reading `/proc/<pid>/stat`, and drop the entry the moment the pidfd is
+/// readable. Pidfds are close-on-exec and few: at most [`OsProcessTable::PIN_LIMIT`]
+/// (and at most half the soft `RLIMIT_NOFILE`), and exited ones are swept out as new
+/// ones come in. Only a long-lived table benefits: callers that scan repeatedly
+/// should keep one table (one `Discovery`), not build one per scan.
+///
+/// The one state a pinned answer cannot see is a leader *thread* that has exited
+/// while other threads of its process still run (`/proc` shows such a process as a
+/// zombie, its pidfd is not readable until the last thread exits); the cache keeps
+/// reporting it running, which it is.
+#[derive(Debug)]
 pub struct OsProcessTable {
     #[cfg(target_os = "linux")]
     linux: linux::Cache,
 }
 
+impl Default for OsProcessTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl OsProcessTable {
-    /// A table that learns its cached facts on first use.
+    /// The most processes a table pins with a pidfd (see the type's docs); fewer
+    /// when the soft `RLIMIT_NOFILE` is below twice this.
+    pub const PIN_LIMIT: usize = 1024;
+
+    /// A table that pins up to [`Self::PIN_LIMIT`] live processes, or half the soft
+    /// `RLIMIT_NOFILE` if that is less.
     #[must_use]
     pub fn new() -> Self {
-        Self::default()
+        #[cfg(target_os = "linux")]
+        let limit = {
+            let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+            soft.and_then(|soft| usize::try_from(soft / 2).ok())
+                .map_or(Self::PIN_LIMIT, |half| half.min(Self::PIN_LIMIT))
+        };
+        #[cfg(not(target_os = "linux"))]
+        let limit = 0;
+        Self::with_pin_limit(limit)
+    }
+
+    /// A table that pins at most `limit` processes; `0` turns pinning off, so every
+    /// `facts` call reads `/proc` afresh.
+    #[must_use]
+    pub fn with_pin_limit(limit: usize) -> Self {
+        #[cfg(not(target_os = "linux"))]
+        let _ = limit;
+        Self {
+            #[cfg(target_os = "linux")]
+            linux: linux::Cache::new(limit),
+        }
+    }
+
+    /// How many processes this table holds a pidfd for right now.
+    #[must_use]
+    pub fn pinned(&self) -> usize {
+        #[cfg(target_os = "linux")]
+        {
+            self.linux.pinned()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            0
+        }
     }
 }
 
@@ -61,7 +124,7 @@ impl ProcessTable for OsProcessTable {
         Reader {
             uid: rustix::process::geteuid().as_raw(),
             #[cfg(target_os = "linux")]
-            pid_domain: self.linux.pid_domain().map(str::to_owned),
+            pid_domain: linux::pid_domain().map(str::to_owned),
             #[cfg(not(target_os = "linux"))]
             pid_domain: None,
         }
@@ -70,12 +133,14 @@ impl ProcessTable for OsProcessTable {
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use std::collections::HashMap;
     use std::io::Write as _;
-    use std::sync::OnceLock;
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
     use std::time::{Duration, SystemTime};
 
     use claude_peer_registry::{Pid, ProcessFacts, ProcessState, Signal};
+    use rustix::event::{self, PollFd, PollFlags, Timespec};
     use rustix::fd::{AsFd, OwnedFd};
     use rustix::fs::{CWD, Mode, OFlags};
     use rustix::io::Errno;
@@ -97,27 +162,154 @@ mod linux {
         .union(OFlags::NOFOLLOW)
         .union(OFlags::NOCTTY);
 
-    /// Facts learned once: they do not change while this process runs.
+    /// `/proc`, opened once per process so each pid costs an `openat` of
+    /// `<pid>/stat` only.
+    static PROC_DIR: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    /// Boot time and clock rate: fixed while this process runs.
+    static CLOCK: OnceLock<Option<Clock>> = OnceLock::new();
+    /// This process's pid namespace never changes (`unshare`/`setns` of a pid
+    /// namespace affect children only), nor does the machine id.
+    static PID_DOMAIN: OnceLock<Option<String>> = OnceLock::new();
+
+    /// Before a pin is added, exited pins are swept out once the table holds this
+    /// many, or twice as many as the last sweep left, whichever is more: dead
+    /// processes' pidfds never outnumber the live ones by much.
+    const SWEEP_FLOOR: usize = 32;
+
+    /// A table's own state: whether pidfds work, and the processes it pins.
     #[derive(Debug)]
     pub(super) struct Cache {
-        /// `/proc`, opened once so each pid costs an `openat` of `<pid>/stat` only.
-        proc_dir: OnceLock<Option<OwnedFd>>,
-        clock: OnceLock<Option<Clock>>,
-        pid_domain: OnceLock<Option<String>>,
         /// Cleared when `pidfd_open` turns out to be unavailable (before Linux 5.3,
-        /// or filtered by seccomp); `/proc/<pid>/status` answers instead.
+        /// or filtered by seccomp); `/proc/<pid>/status` answers instead, uncached.
         pub(super) pidfd_usable: AtomicBool,
+        pins: Mutex<Pins>,
     }
 
-    impl Default for Cache {
-        fn default() -> Self {
+    /// Live processes held by a pidfd, with the facts read when they were pinned.
+    #[derive(Debug)]
+    struct Pins {
+        by_pid: HashMap<Pid, Pinned>,
+        limit: usize,
+        /// Sweep before adding once `by_pid` holds this many.
+        sweep_at: usize,
+        /// Pins refused for want of room since the last sweep.
+        refused: usize,
+    }
+
+    #[derive(Debug)]
+    struct Pinned {
+        pidfd: OwnedFd,
+        facts: ProcessFacts,
+    }
+
+    impl Cache {
+        pub(super) fn new(limit: usize) -> Self {
             Self {
-                proc_dir: OnceLock::new(),
-                clock: OnceLock::new(),
-                pid_domain: OnceLock::new(),
                 pidfd_usable: AtomicBool::new(true),
+                pins: Mutex::new(Pins {
+                    by_pid: HashMap::new(),
+                    limit,
+                    sweep_at: SWEEP_FLOOR,
+                    refused: 0,
+                }),
             }
         }
+
+        /// The map is consistent after every operation on it, so a panic elsewhere
+        /// while it was locked leaves nothing to repair.
+        fn pins(&self) -> MutexGuard<'_, Pins> {
+            self.pins.lock().unwrap_or_else(PoisonError::into_inner)
+        }
+
+        pub(super) fn pinned(&self) -> usize {
+            self.pins().by_pid.len()
+        }
+
+        /// The pinned facts of `pid`, if it is pinned and its process has not exited.
+        fn pinned_facts(&self, pid: Pid) -> Option<ProcessFacts> {
+            let mut pins = self.pins();
+            let pinned = pins.by_pid.get(&pid)?;
+            if exited(&pinned.pidfd) {
+                // Exited (maybe a zombie, maybe reaped and the pid reused): the
+                // pinned facts say nothing about what the pid names now.
+                pins.by_pid.remove(&pid);
+                return None;
+            }
+            Some(pinned.facts.clone())
+        }
+
+        fn pin(&self, pid: Pid, pidfd: OwnedFd, facts: &ProcessFacts) {
+            let mut pins = self.pins();
+            if pins.admits(pid) {
+                let facts = facts.clone();
+                pins.by_pid.insert(pid, Pinned { pidfd, facts });
+            }
+        }
+    }
+
+    impl Pins {
+        /// Whether `pid` may be pinned now, sweeping out exited pins first when due.
+        fn admits(&mut self, pid: Pid) -> bool {
+            if self.limit == 0 {
+                return false;
+            }
+            if self.by_pid.contains_key(&pid) {
+                // A replacement (two threads missed at once): no more descriptors.
+                return true;
+            }
+            let len = self.by_pid.len();
+            // When full of live processes, a sweep is tried once per quarter of the
+            // limit refused, so a table full of live pins never polls them all on
+            // every miss.
+            let full = len >= self.limit && self.refused >= self.limit / 4;
+            if len >= self.sweep_at || full {
+                self.sweep();
+            }
+            if self.by_pid.len() < self.limit {
+                true
+            } else {
+                self.refused += 1;
+                false
+            }
+        }
+
+        /// Drops every pin whose process has exited, with one `poll` over all.
+        fn sweep(&mut self) {
+            let (pids, mut fds): (Vec<Pid>, Vec<PollFd<'_>>) = self
+                .by_pid
+                .iter()
+                .map(|(pid, pinned)| (*pid, PollFd::new(&pinned.pidfd, PollFlags::IN)))
+                .unzip();
+            let exited: Vec<Pid> = match event::poll(&mut fds, Some(&NO_WAIT)) {
+                Ok(0) => Vec::new(),
+                Ok(_) => pids
+                    .iter()
+                    .zip(&fds)
+                    .filter(|(_, fd)| !fd.revents().is_empty())
+                    .map(|(pid, _)| *pid)
+                    .collect(),
+                // Cannot tell which are still live: trust none of them.
+                Err(_) => pids,
+            };
+            drop(fds);
+            for pid in exited {
+                self.by_pid.remove(&pid);
+            }
+            self.refused = 0;
+            self.sweep_at = self.by_pid.len().saturating_mul(2).max(SWEEP_FLOOR);
+        }
+    }
+
+    const NO_WAIT: Timespec = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+
+    /// Whether the process behind `pidfd` has exited (readable: zombie or reaped).
+    /// An error is taken as exited: the pin is then dropped, never trusted.
+    fn exited(pidfd: &OwnedFd) -> bool {
+        let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+        event::poll(&mut fds, Some(&NO_WAIT)).map_or(true, |ready| ready > 0)
     }
 
     /// What turns a `starttime` into wall-clock time.
@@ -154,15 +346,40 @@ mod linux {
         }
     }
 
+    /// What `pidfd_open` said about a pid.
+    enum Leadership {
+        /// A thread-group leader, held by this pidfd (pinned if it turns out running).
+        Leader(OwnedFd),
+        /// A thread id, not a process.
+        Thread,
+        /// No such process any more (reaped).
+        Gone,
+        /// No pidfd this time: `/proc/<pid>/status` must say.
+        Unknown,
+    }
+
     impl Cache {
         pub(super) fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {
+            if signal == Signal::Alive
+                && let Some(pinned) = self.pinned_facts(pid)
+            {
+                return pinned;
+            }
             let mut facts = ProcessFacts::with_signal(signal);
-            let Some(proc_dir) = self.proc_dir() else {
+            let Some(proc_dir) = proc_dir() else {
                 // No /proc: nothing more is known.
                 return facts;
             };
+            // The pidfd is opened BEFORE the stat read, so what that read describes is
+            // the pinned process or one that got its pid later. A later one means the
+            // pinned process has exited, so its pidfd is readable and the first check
+            // of the pin drops it: a pin never serves facts of another process.
+            let leadership = self.open_pidfd(pid);
+            if matches!(leadership, Leadership::Gone) {
+                // Reaped since the signal: nothing is known.
+                return facts;
+            }
             let mut path = PathBuf::new();
-
             let mut stat_buf = [0; STAT_BUF];
             // The stat line is complete once its newline has arrived.
             let stat = path
@@ -183,61 +400,78 @@ mod linux {
                 _ => ProcessState::Running,
             });
             facts.start_token = Some(stat.start_text.to_owned());
-            facts.started_at = self.clock().and_then(|c| c.at(stat.start_ticks));
-            facts.thread_group_leader = self.thread_group_leader(proc_dir, &mut path, pid);
+            facts.started_at = clock().and_then(|c| c.at(stat.start_ticks));
+            match leadership {
+                Leadership::Leader(pidfd) => {
+                    facts.thread_group_leader = Some(true);
+                    // Only a running leader is pinned: a zombie's pidfd is already
+                    // readable, and an alive signal is what the pin stands for.
+                    if signal == Signal::Alive && facts.state == Some(ProcessState::Running) {
+                        self.pin(pid, pidfd, &facts);
+                    }
+                }
+                Leadership::Thread => facts.thread_group_leader = Some(false),
+                // Returned above.
+                Leadership::Gone => {}
+                Leadership::Unknown => {
+                    facts.thread_group_leader = status_leadership(proc_dir, &mut path, pid);
+                }
+            }
             facts
         }
 
-        /// Whether `pid` is a process rather than a thread of one.
+        /// Whether `pid` is a process rather than a thread of one, by `pidfd_open`.
         ///
         /// `pidfd_open` without `PIDFD_THREAD` accepts thread-group leaders only (its
         /// documented contract), and costs one call where reading `/proc/<pid>/status`
         /// (whose `Tgid:` says the same) costs three and has the kernel render the
         /// whole file. The status file is the fallback where `pidfd_open` is missing.
-        fn thread_group_leader(
-            &self,
-            proc_dir: &OwnedFd,
-            path: &mut PathBuf,
-            pid: Pid,
-        ) -> Option<bool> {
-            if self.pidfd_usable.load(Ordering::Relaxed) {
-                let target = rustix::process::Pid::from_raw(pid.as_i32())?;
-                match rustix::process::pidfd_open(target, PidfdFlags::empty()) {
-                    Ok(_pidfd) => return Some(true),
-                    Err(Errno::INVAL) => return Some(false),
-                    // Gone since the stat read: unknown, not guessed.
-                    Err(Errno::SRCH) => return None,
-                    Err(Errno::NOSYS | Errno::PERM | Errno::ACCESS) => {
-                        self.pidfd_usable.store(false, Ordering::Relaxed);
-                    }
-                    // Out of descriptors or memory: ask /proc this time.
-                    Err(_) => {}
-                }
+        fn open_pidfd(&self, pid: Pid) -> Leadership {
+            if !self.pidfd_usable.load(Ordering::Relaxed) {
+                return Leadership::Unknown;
             }
-            let mut status_buf = [0; STATUS_BUF];
-            // Stop reading as soon as the Tgid line is whole.
-            let status = read_file(proc_dir, path.of(pid, "status")?, &mut status_buf, |read| {
-                proc_stat::status_tgid(read).is_some()
-            })?;
-            proc_stat::status_tgid(status).map(|tgid| tgid == pid.get())
+            let Some(target) = rustix::process::Pid::from_raw(pid.as_i32()) else {
+                return Leadership::Unknown;
+            };
+            match rustix::process::pidfd_open(target, PidfdFlags::empty()) {
+                Ok(pidfd) => Leadership::Leader(pidfd),
+                Err(Errno::INVAL) => Leadership::Thread,
+                Err(Errno::SRCH) => Leadership::Gone,
+                Err(Errno::NOSYS | Errno::PERM | Errno::ACCESS) => {
+                    self.pidfd_usable.store(false, Ordering::Relaxed);
+                    Leadership::Unknown
+                }
+                // Out of descriptors or memory: ask /proc this time.
+                Err(_) => Leadership::Unknown,
+            }
         }
+    }
 
-        fn proc_dir(&self) -> Option<&OwnedFd> {
-            self.proc_dir
-                .get_or_init(|| {
-                    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-                    rustix::fs::open("/proc", flags, Mode::empty()).ok()
-                })
-                .as_ref()
-        }
+    /// Whether `pid` leads its thread group, by `Tgid:` in `/proc/<pid>/status`.
+    fn status_leadership(proc_dir: &OwnedFd, path: &mut PathBuf, pid: Pid) -> Option<bool> {
+        let mut status_buf = [0; STATUS_BUF];
+        // Stop reading as soon as the Tgid line is whole.
+        let status = read_file(proc_dir, path.of(pid, "status")?, &mut status_buf, |read| {
+            proc_stat::status_tgid(read).is_some()
+        })?;
+        proc_stat::status_tgid(status).map(|tgid| tgid == pid.get())
+    }
 
-        fn clock(&self) -> Option<Clock> {
-            *self.clock.get_or_init(Clock::learn)
-        }
+    fn proc_dir() -> Option<&'static OwnedFd> {
+        PROC_DIR
+            .get_or_init(|| {
+                let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                rustix::fs::open("/proc", flags, Mode::empty()).ok()
+            })
+            .as_ref()
+    }
 
-        pub(super) fn pid_domain(&self) -> Option<&str> {
-            self.pid_domain.get_or_init(learn_pid_domain).as_deref()
-        }
+    fn clock() -> Option<Clock> {
+        *CLOCK.get_or_init(Clock::learn)
+    }
+
+    pub(super) fn pid_domain() -> Option<&'static str> {
+        PID_DOMAIN.get_or_init(learn_pid_domain).as_deref()
     }
 
     /// `linux:<machine-id>:<pid namespace>`, the form Claude Code writes.
@@ -315,11 +549,23 @@ mod tests {
 
     /// The leadership answer of `pidfd_open` and of `/proc/<pid>/status`, in that order.
     fn both_answers(pid: Pid) -> (Option<bool>, Option<bool>) {
+        let by_pidfd = OsProcessTable::new()
+            .linux
+            .facts(pid, Signal::Alive)
+            .thread_group_leader;
+        // A fresh table: the first one may have pinned `pid`, and would answer from
+        // its pin rather than from the status file.
         let table = OsProcessTable::new();
-        let by_pidfd = table.linux.facts(pid, Signal::Alive).thread_group_leader;
         table.linux.pidfd_usable.store(false, Ordering::Relaxed);
         let by_status = table.linux.facts(pid, Signal::Alive).thread_group_leader;
+        assert_eq!(table.pinned(), 0, "the status-file path pins nothing");
         (by_pidfd, by_status)
+    }
+
+    #[test]
+    fn a_table_can_be_shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<OsProcessTable>();
     }
 
     #[test]

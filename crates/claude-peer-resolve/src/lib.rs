@@ -4,7 +4,9 @@
 //! Claude Code rewrites records in place, and the directory can hold anything. A
 //! [`Discovery`] reads the registry through the probe's traits, asks the process table
 //! about each pid, and lets `claude_peer_registry::judge` decide. It does no IO of its
-//! own, so fakes drive it in tests exactly as the OS does in production.
+//! own, so fakes drive it in tests exactly as the OS does in production. Callers that
+//! scan repeatedly should keep one `Discovery` (`Discovery::os()` builds a fresh
+//! process table, and only a long-lived one remembers the processes it has pinned).
 //!
 //! ```no_run
 //! use claude_peer_registry::ClaudeHome;

@@ -197,3 +197,262 @@ fn the_cached_facts_are_the_same_on_a_second_call() {
     let me = Pid::new(std::process::id()).unwrap();
     assert_eq!(facts_of(&table, me), facts_of(&table, me));
 }
+
+// ---- the pidfd pins of a long-lived table ----
+
+/// `read(2)` calls this thread has made so far (`syscr` of `/proc/thread-self/io`),
+/// learned with exactly one `read`, which the next figure includes. A `facts` call
+/// served by a pin reads nothing (one `poll`); one that is not reads `/proc/<pid>/stat`.
+fn reads_so_far() -> u64 {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        "/proc/thread-self/io",
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .unwrap();
+    let mut buf = [0_u8; 4096];
+    let n = rustix::io::read(&fd, &mut buf).unwrap();
+    let text = std::str::from_utf8(&buf[..n]).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("syscr:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// `table.facts(pid, Alive)` and the number of `read` calls it made.
+fn facts_and_reads(table: &OsProcessTable, pid: Pid) -> (ProcessFacts, u64) {
+    let before = reads_so_far();
+    let facts = table.facts(pid, Signal::Alive);
+    // Minus the one read that learned `before`.
+    (facts, reads_so_far() - before - 1)
+}
+
+#[test]
+fn a_live_child_is_pinned_and_answered_from_the_pin_the_second_time() {
+    let table = OsProcessTable::new();
+    let child = Reaped::spawn("sleep", &["30"]);
+    let pid = child.pid();
+
+    let (first, first_reads) = facts_and_reads(&table, pid);
+    assert!(first_reads >= 1, "a first look reads /proc/<pid>/stat");
+    assert_eq!(first.state, Some(ProcessState::Running));
+    assert_eq!(first.thread_group_leader, Some(true));
+    assert_eq!(first.start_token.as_deref(), Some(field_22(pid).as_str()));
+    assert_eq!(table.pinned(), 1);
+
+    let (second, second_reads) = facts_and_reads(&table, pid);
+    assert_eq!(second, first, "the pin holds the facts read the first time");
+    assert_eq!(second_reads, 0, "a pinned live process costs no /proc read");
+    assert_eq!(table.pinned(), 1);
+
+    // The same calls on a table that pins nothing read /proc every time.
+    let unpinned = OsProcessTable::with_pin_limit(0);
+    for _ in 0..2 {
+        let (facts, reads) = facts_and_reads(&unpinned, pid);
+        assert_eq!(facts, first);
+        assert!(reads >= 1);
+    }
+    assert_eq!(unpinned.pinned(), 0);
+}
+
+#[test]
+fn a_pinned_child_that_exits_is_reported_a_zombie_not_from_the_pin() {
+    let table = OsProcessTable::new();
+    let mut child = Reaped::spawn("sleep", &["30"]);
+    let pid = child.pid();
+    let live = facts_of(&table, pid);
+    assert_eq!(live.state, Some(ProcessState::Running));
+    assert_eq!(table.pinned(), 1);
+
+    child.0.kill().unwrap();
+    child.wait_exited_unreaped();
+    let zombie = facts_of(&table, pid);
+    assert_eq!(
+        zombie.signal,
+        Signal::Alive,
+        "a zombie answers kill(pid, 0)"
+    );
+    assert_eq!(
+        zombie.state,
+        Some(ProcessState::Zombie),
+        "an exited process's pidfd is readable: the pin is not trusted"
+    );
+    assert_eq!(zombie.start_token, live.start_token, "the same process");
+    assert_eq!(table.pinned(), 0, "the exited process's pin was dropped");
+    assert_eq!(facts_of(&table, pid).state, Some(ProcessState::Zombie));
+    assert_eq!(table.pinned(), 0, "a zombie is never pinned");
+}
+
+#[test]
+fn a_pin_left_by_a_reaped_child_never_answers_for_its_pid() {
+    let table = OsProcessTable::new();
+    let mut first = Command::new("sleep").arg("30").spawn().unwrap();
+    let first_pid = Pid::new(first.id()).unwrap();
+    let pinned = facts_of(&table, first_pid);
+    assert_eq!(pinned.state, Some(ProcessState::Running));
+    assert_eq!(table.pinned(), 1);
+    // Killed and reaped without the table looking: its pin is stale, not yet dropped.
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let second = Reaped::spawn("sleep", &["30"]);
+    let facts = facts_of(&table, second.pid());
+    assert_eq!(facts.state, Some(ProcessState::Running));
+    assert_eq!(
+        facts.start_token.as_deref(),
+        Some(field_22(second.pid()).as_str())
+    );
+    if second.pid() != first_pid {
+        assert_eq!(
+            table.pinned(),
+            2,
+            "the stale pin waits for a look or a sweep"
+        );
+    }
+
+    // Asked about the reaped pid as if it were alive (a race with a signal that
+    // came just before the reap): the pin's facts are not served.
+    let stale = table.facts(first_pid, Signal::Alive);
+    if second.pid() != first_pid {
+        assert_eq!(
+            stale,
+            ProcessFacts::with_signal(Signal::Alive),
+            "nothing known"
+        );
+        assert_eq!(table.pinned(), 1, "only the second child is pinned");
+    }
+}
+
+/// Spawns `sleep 30` until one gets `pid` (steering the kernel with `ns_last_pid`),
+/// or `None` where that is not permitted or other forks keep taking it.
+fn spawn_with_pid(pid: Pid) -> Option<Reaped> {
+    for _ in 0..50 {
+        std::fs::write("/proc/sys/kernel/ns_last_pid", (pid.get() - 1).to_string()).ok()?;
+        let child = Reaped::spawn("sleep", &["30"]);
+        if child.pid() == pid {
+            return Some(child);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_recycled_pid_is_described_as_its_new_process_not_from_the_old_pin() {
+    let table = OsProcessTable::new();
+    let mut old = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = Pid::new(old.id()).unwrap();
+    let old_facts = facts_of(&table, pid);
+    assert_eq!(table.pinned(), 1);
+    old.kill().unwrap();
+    old.wait().unwrap();
+    // Let the clock tick on, so the new process's start token differs.
+    std::thread::sleep(Duration::from_millis(30));
+
+    let Some(new) = spawn_with_pid(pid) else {
+        eprintln!("skipped: cannot steer the next pid (ns_last_pid) here");
+        return;
+    };
+    let facts = facts_of(&table, new.pid());
+    assert_eq!(facts.state, Some(ProcessState::Running));
+    assert_eq!(facts.thread_group_leader, Some(true));
+    assert_eq!(facts.start_token.as_deref(), Some(field_22(pid).as_str()));
+    assert_ne!(
+        facts.start_token, old_facts.start_token,
+        "the new holder of the pid, not the pinned one"
+    );
+    assert_eq!(
+        table.pinned(),
+        1,
+        "the new process is pinned in the old one's place"
+    );
+    let (again, reads) = facts_and_reads(&table, pid);
+    assert_eq!((again, reads), (facts, 0));
+}
+
+#[test]
+fn a_thread_id_is_never_pinned() {
+    let table = OsProcessTable::new();
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        tid_tx
+            .send(rustix::thread::gettid().as_raw_nonzero().get())
+            .unwrap();
+        let _ = stop_rx.recv();
+    });
+    let tid = Pid::new(tid_rx.recv().unwrap().cast_unsigned()).unwrap();
+
+    let answers: Vec<_> = (0..3)
+        .map(|_| {
+            let (facts, reads) = facts_and_reads(&table, tid);
+            (facts.thread_group_leader, reads >= 1, table.pinned())
+        })
+        .collect();
+    stop_tx.send(()).unwrap();
+    thread.join().unwrap();
+    assert_eq!(
+        answers,
+        vec![(Some(false), true, 0); 3],
+        "read afresh every time"
+    );
+}
+
+#[test]
+fn a_full_table_pins_no_more_and_sweeps_exited_pins_to_make_room() {
+    const LIMIT: usize = 3;
+    let table = OsProcessTable::with_pin_limit(LIMIT);
+    let mut children: Vec<Reaped> = (0..LIMIT + 2)
+        .map(|_| Reaped::spawn("sleep", &["30"]))
+        .collect();
+    for child in &children {
+        let facts = facts_of(&table, child.pid());
+        assert_eq!(
+            facts.state,
+            Some(ProcessState::Running),
+            "right facts, pinned or not"
+        );
+        assert_eq!(
+            facts.start_token.as_deref(),
+            Some(field_22(child.pid()).as_str())
+        );
+        assert!(table.pinned() <= LIMIT);
+    }
+    assert_eq!(table.pinned(), LIMIT, "the first {LIMIT} are pinned");
+    let (_, reads) = facts_and_reads(&table, children[LIMIT].pid());
+    assert!(reads >= 1, "one that found no room is read afresh");
+    assert_eq!(table.pinned(), LIMIT);
+
+    // One pinned child exits (a zombie): the next pin sweeps it out.
+    children[0].0.kill().unwrap();
+    children[0].wait_exited_unreaped();
+    let late = children[LIMIT].pid();
+    let (facts, _) = facts_and_reads(&table, late);
+    assert_eq!(facts.start_token.as_deref(), Some(field_22(late).as_str()));
+    assert_eq!(table.pinned(), LIMIT, "the exited pin made room");
+    let (again, reads) = facts_and_reads(&table, late);
+    assert_eq!((again, reads), (facts, 0), "now answered from its pin");
+
+    // Still full of live processes: the last one stays unpinned, and correct.
+    let last = children[LIMIT + 1].pid();
+    for _ in 0..3 {
+        let (facts, reads) = facts_and_reads(&table, last);
+        assert_eq!(facts.start_token.as_deref(), Some(field_22(last).as_str()));
+        assert!(reads >= 1);
+        assert_eq!(table.pinned(), LIMIT);
+    }
+    children.clear();
+}
+
+#[test]
+fn a_default_table_pins_every_live_process_it_is_asked_about_within_its_limit() {
+    const { assert!(OsProcessTable::PIN_LIMIT == 1024) };
+    let table = OsProcessTable::default();
+    let children: Vec<Reaped> = (0..20).map(|_| Reaped::spawn("sleep", &["30"])).collect();
+    for child in &children {
+        facts_of(&table, child.pid());
+    }
+    assert_eq!(table.pinned(), 20);
+}
