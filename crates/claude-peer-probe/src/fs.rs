@@ -76,9 +76,11 @@ impl RegistryFs for OsRegistryFs {
             kind,
             owner: meta.uid(),
             modified: meta.modified().ok(),
+            size: meta.len(),
             bytes: Vec::new(),
         };
-        if kind == FileKind::Regular {
+        // A file already over the limit is rejected unread: no buffer, no read.
+        if kind == FileKind::Regular && meta.len() <= MAX_RECORD_BYTES as u64 {
             record.bytes = read_bounded(&file, meta.len())?;
         }
         Ok(record)
@@ -112,6 +114,7 @@ fn symlink_record(path: &Path, errno: Errno) -> io::Result<RecordFile> {
             kind: FileKind::Symlink,
             owner: meta.uid(),
             modified: meta.modified().ok(),
+            size: meta.len(),
             bytes: Vec::new(),
         }),
         _ => Err(errno.into()),

@@ -144,7 +144,10 @@ pub struct RecordFile {
     pub owner: u32,
     /// Last modification.
     pub modified: Option<SystemTime>,
-    /// At most `MAX_RECORD_BYTES + 1` bytes; empty unless `kind` is regular.
+    /// The size `fstat` reported.
+    pub size: u64,
+    /// At most `MAX_RECORD_BYTES + 1` bytes; empty unless `kind` is regular, and empty
+    /// when `size` is already over the limit (such a file is never read).
     pub bytes: Vec<u8>,
 }
 
@@ -171,7 +174,7 @@ pub trait RegistryFs {
     fn list(&self, dir: &Path) -> io::Result<Vec<DirEntry>>;
 
     /// Opens `path` without following links and without blocking, and reads at most
-    /// `MAX_RECORD_BYTES + 1` bytes if it is a regular file.
+    /// `MAX_RECORD_BYTES + 1` bytes if it is a regular file no larger than the limit.
     fn read_record(&self, path: &Path) -> io::Result<RecordFile>;
 
     /// `lstat` of a messaging socket path. Never connects, reads or writes.

@@ -14,17 +14,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 use std::fs;
 use std::hint::black_box;
-use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_registry::{ClaudeHome, MAX_RECORD_BYTES};
 use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_testkit::registry::{Children, Machine, Registry};
 
 /// The argument that makes this binary measure one scan's peak memory and exit.
 const PEAK_CHILD: &str = "--peak-rss-child";
@@ -113,40 +112,6 @@ fn main() {
     );
 }
 
-/// Facts about this machine the generated records need.
-struct Machine {
-    pid_max: u32,
-    pid_domain: Option<String>,
-}
-
-impl Machine {
-    fn learn() -> Self {
-        let pid_max = fs::read_to_string("/proc/sys/kernel/pid_max")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            // The kernel's ceiling (PID_MAX_LIMIT) when the knob cannot be read.
-            .unwrap_or(4_194_304);
-        let pid_domain = (|| {
-            let id = fs::read_to_string("/etc/machine-id").ok()?;
-            let id = id.trim();
-            let ns = fs::read_link("/proc/self/ns/pid").ok()?;
-            let ns = ns.to_str()?;
-            (!id.is_empty()).then(|| format!("linux:{id}:{ns}"))
-        })();
-        Self {
-            pid_max,
-            pid_domain,
-        }
-    }
-
-    /// The `i`th pid that is surely not running: above `pid_max`, yet a valid name.
-    fn dead_pid(&self, i: usize) -> u32 {
-        let pid = self.pid_max + 1 + u32::try_from(i).unwrap();
-        assert!(pid <= 2_147_483_647, "no valid dead pid left");
-        pid
-    }
-}
-
 #[derive(Clone, Copy)]
 enum Target {
     None,
@@ -162,115 +127,6 @@ struct Case {
     live: usize,
     iterations: usize,
     target: Target,
-}
-
-/// Real `sleep 600` children, killed and reaped when dropped, also on panic.
-struct Children(Vec<Child>);
-
-impl Children {
-    fn spawn(n: usize) -> Self {
-        let mut children = Self(Vec::with_capacity(n));
-        for _ in 0..n {
-            let child = Command::new("sleep")
-                .arg("600")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn `sleep 600`");
-            children.0.push(child);
-        }
-        children
-    }
-
-    fn pids(&self) -> Vec<u32> {
-        self.0.iter().map(Child::id).collect()
-    }
-}
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-        }
-        for child in &mut self.0 {
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Field 22 (`starttime`) of `/proc/<pid>/stat`, counted after the last `)`.
-fn proc_start(pid: u32) -> String {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).expect("read a child's stat");
-    let after = &stat[stat.rfind(')').expect("a stat line has a `)`") + 1..];
-    // After `)` comes field 3 (state), so field 22 is the 20th there.
-    after
-        .split_ascii_whitespace()
-        .nth(22 - 3)
-        .expect("a stat line has a starttime")
-        .to_owned()
-}
-
-/// A record shaped like the captured 2.1.332 ones (about 600 bytes).
-fn record(pid: u32, proc_start: &str, pid_domain: Option<&str>, socks: &Path) -> String {
-    let mut json = String::with_capacity(700);
-    write!(
-        json,
-        r#"{{"pid":{pid},"sessionId":"75c834bc-f549-4085-a152-{pid:012x}","cwd":"/home/ada/projects/ccproj-{pid}","startedAt":1796030547041,"procStart":"{proc_start}","version":"2.1.332","peerProtocol":1,"peerFeatures":["notify_idle","reply_across_default_dirs","artifact_yield"],"kind":"interactive","entrypoint":"cli","#
-    )
-    .unwrap();
-    if let Some(domain) = pid_domain {
-        write!(json, r#""pidDomain":"{domain}","#).unwrap();
-    }
-    write!(
-        json,
-        r#""asksForConvertedSkills":null,"tmux":"cc1:@0.%0","messagingSocketPath":"{}/{pid}.sock","name":"ccproj-{pid}-06","nameSource":"derived","nameSince":1796030547041,"status":"idle","updatedAt":1796030546860,"statusUpdatedAt":1796030546860}}"#,
-        socks.display()
-    )
-    .unwrap();
-    json
-}
-
-/// A Claude home in a temporary directory with `dead` records of dead pids and one
-/// record for each live child.
-struct Registry {
-    _root: tempfile::TempDir,
-    home: ClaudeHome,
-    sessions: PathBuf,
-}
-
-impl Registry {
-    fn generate(machine: &Machine, dead: usize, children: &Children) -> Self {
-        let root = tempfile::tempdir().expect("a temporary directory");
-        let home = ClaudeHome::new(root.path().join("claude"));
-        let sessions = home.sessions_dir();
-        fs::create_dir_all(&sessions).unwrap();
-        fs::set_permissions(&sessions, fs::Permissions::from_mode(0o700)).unwrap();
-        // Never created: a missing socket is one `lstat`, as a present one is.
-        let socks = root.path().join("cc-socks");
-        let domain = machine.pid_domain.as_deref();
-        for i in 0..dead {
-            let pid = machine.dead_pid(i);
-            let start = (1_000_000 + i * 37).to_string();
-            fs::write(
-                sessions.join(format!("{pid}.json")),
-                record(pid, &start, domain, &socks),
-            )
-            .unwrap();
-        }
-        for pid in children.pids() {
-            fs::write(
-                sessions.join(format!("{pid}.json")),
-                record(pid, &proc_start(pid), domain, &socks),
-            )
-            .unwrap();
-        }
-        Self {
-            _root: root,
-            home,
-            sessions,
-        }
-    }
 }
 
 /// The naive scan: read and JSON-parse every `*.json`, then `kill(pid, 0)` each.
@@ -324,8 +180,8 @@ fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
 }
 
 fn run_case(machine: &Machine, case: &Case) -> String {
-    let children = Children::spawn(case.live);
-    let registry = Registry::generate(machine, case.records - case.live, &children);
+    let children = Children::spawn(case.live).unwrap();
+    let registry = Registry::generate(machine, case.records - case.live, &children).unwrap();
     let expected: BTreeSet<u32> = children.pids().into_iter().collect();
 
     // One table for the whole case, as a harness keeps one.
@@ -478,7 +334,7 @@ fn peak_memory(machine: &Machine) {
         "registries: {DEAD} dead + {LIVE} live records; 'huge' = a {} GiB sparse file (set_len)",
         HUGE >> 30
     );
-    let children = Children::spawn(LIVE);
+    let children = Children::spawn(LIVE).unwrap();
     let live_pid = children.pids()[0];
     let layouts = [
         (Layout::Plain, "without a huge file".to_owned()),
@@ -501,7 +357,7 @@ fn peak_memory(machine: &Machine) {
     );
     let mut plain_read = [0_u64; 2];
     for (layout, label) in &layouts {
-        let registry = Registry::generate(machine, DEAD, &children);
+        let registry = Registry::generate(machine, DEAD, &children).unwrap();
         match layout {
             Layout::Plain => {}
             Layout::HugeLive => {
@@ -556,8 +412,8 @@ fn peak_memory(machine: &Machine) {
     }
     println!(
         "(bytes read = rchar of /proc/self/io during the scan, /proc reads included; '+n' = more than without a huge file.\n \
-         A scan that opens the huge file reads at most {} bytes of it, and allocates one buffer of that size)",
-        MAX_RECORD_BYTES + 1
+         A file whose fstat size is over {} bytes is rejected unread: no buffer, no read)",
+        MAX_RECORD_BYTES
     );
 }
 

@@ -9,8 +9,8 @@ use claude_peer_probe::{
     RegistryFs, SocketStatus,
 };
 use claude_peer_registry::{
-    ClaudeHome, Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Rejection, Signal,
-    Verdict, classify_entry_name, judge,
+    ClaudeHome, Contents, EntryName, Liveness, MAX_RECORD_BYTES, Pid, ProcessFacts, Record,
+    Rejection, Signal, Verdict, classify_entry_name, judge,
 };
 
 use crate::Error;
@@ -308,6 +308,8 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 owner: read.owner,
                 expected: dir.owner,
             })
+        } else if read.size > MAX_RECORD_BYTES as u64 {
+            Some(Rejection::TooLarge)
         } else {
             None
         };

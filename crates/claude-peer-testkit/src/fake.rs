@@ -178,6 +178,7 @@ impl RegistryFs for FakeRegistryFs {
             kind: file.kind,
             owner: file.owner,
             modified: file.modified,
+            size: bytes.len() as u64,
             bytes,
         })
     }

@@ -82,25 +82,22 @@ fn a_directory_named_like_a_record_is_typed_and_not_read() {
 }
 
 #[test]
-fn a_1_gib_sparse_file_costs_only_one_byte_past_the_limit() {
+fn a_1_gib_sparse_file_is_reported_by_size_and_never_read() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("127.json");
     File::create(&path).unwrap().set_len(1 << 30).unwrap();
     let record = OsRegistryFs::new().read_record(&path).unwrap();
     assert_eq!(record.kind, FileKind::Regular);
-    assert_eq!(
-        record.bytes.len(),
-        MAX_RECORD_BYTES + 1,
-        "one byte past the limit says too large"
-    );
+    assert_eq!(record.size, 1 << 30);
     assert!(
-        record.bytes.capacity() <= MAX_RECORD_BYTES + 1 + 64,
-        "memory is bounded by the cap, not the size"
+        record.bytes.is_empty(),
+        "nothing is read of a file over the limit"
     );
+    assert_eq!(record.bytes.capacity(), 0, "not even a buffer is allocated");
 }
 
 #[test]
-fn a_file_just_over_the_limit_gives_its_exact_prefix() {
+fn a_file_just_over_the_limit_is_reported_by_size_and_never_read() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("128.json");
     let data: Vec<u8> = (0..MAX_RECORD_BYTES + 100)
@@ -108,7 +105,11 @@ fn a_file_just_over_the_limit_gives_its_exact_prefix() {
         .collect();
     std::fs::write(&path, &data).unwrap();
     let record = OsRegistryFs::new().read_record(&path).unwrap();
-    assert_eq!(record.bytes, data[..=MAX_RECORD_BYTES]);
+    assert_eq!(record.size, data.len() as u64);
+    assert!(
+        record.bytes.is_empty(),
+        "nothing is read of a file over the limit"
+    );
 }
 
 #[test]
