@@ -412,8 +412,7 @@ fn peak_memory(machine: &Machine) {
     }
     println!(
         "(bytes read = rchar of /proc/self/io during the scan, /proc reads included; '+n' = more than without a huge file.\n \
-         A file whose fstat size is over {} bytes is rejected unread: no buffer, no read)",
-        MAX_RECORD_BYTES
+         A file whose fstat size is over {MAX_RECORD_BYTES} bytes is rejected unread: no buffer, no read)"
     );
 }
 
