@@ -245,3 +245,16 @@ fn completions_are_generated_for_bash_zsh_and_fish() {
         );
     }
 }
+
+#[test]
+fn a_registry_that_cannot_be_listed_exits_1_naming_it() {
+    let home = Home::empty();
+    std::fs::write(home.root().join("sessions"), "not a directory").unwrap();
+    let (code, json, stderr) = home.json(&["list"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(json["error"], "registry_unreadable");
+    assert!(
+        json["message"].as_str().unwrap().contains("sessions"),
+        "{json}"
+    );
+}
