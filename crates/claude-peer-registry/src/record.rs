@@ -414,7 +414,10 @@ fn non_null(value: Value) -> Option<Value> {
 
 /// Epoch milliseconds: a non-negative integer (an integral float is accepted too,
 /// since JavaScript writers do not distinguish them).
-#[allow(clippy::cast_sign_loss, reason = "the filter keeps only integral values in 0..2^53")]
+#[allow(
+    clippy::cast_sign_loss,
+    reason = "the filter keeps only integral values in 0..2^53"
+)]
 fn epoch_ms(value: Value) -> Option<u64> {
     let Value::Number(number) = value else {
         return None;
