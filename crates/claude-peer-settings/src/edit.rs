@@ -1,9 +1,11 @@
 //! The minimal byte edit of one top-level member of a JSON object.
 //!
-//! Pure functions over bytes: no file system. The document is first validated by
-//! `serde_json` (without building a tree), then a small scanner finds the byte spans of
-//! the top-level members; an edit splices new bytes into the original ones and never
-//! re-serializes the document.
+//! Pure functions over bytes: no file system. A byte-level scan ([`scan`], or [`scan_tail`]
+//! backwards from the closing brace) finds the byte spans of the top-level members without
+//! validating anything else; [`validate`] checks the whole document with `serde_json` (without
+//! building a tree) and that it has exactly the scanned members, and may run in parallel with
+//! the write of the edit, but must pass before the edit replaces the file. An edit splices new
+//! bytes into the original ones and never re-serializes the document.
 
 use std::fmt;
 
@@ -43,8 +45,11 @@ pub(crate) struct Member {
 pub(crate) struct Scanned {
     /// `None` for a document that is empty or whitespace only (read as `{}`).
     pub(crate) braces: Option<(usize, usize)>,
-    /// The members in file order, duplicates included.
+    /// The members in file order, duplicates included: all of them when `complete`, else
+    /// the last ones (see [`scan_tail`]).
     pub(crate) members: Vec<Member>,
+    /// Whether `members` are all the members.
+    pub(crate) complete: bool,
 }
 
 impl Scanned {
@@ -69,20 +74,120 @@ fn bad(at: usize) -> DocError {
     DocError::InvalidJson(format!("unexpected input at byte {at}"))
 }
 
+/// `0x01` in every byte of a word.
+const LANES_LOW: u64 = 0x0101_0101_0101_0101;
+/// `0x80` in every byte of a word.
+const LANES_HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit set in every byte lane of `v` that is zero, possibly also in lanes above the
+/// first zero one: the lowest set bit always marks the first zero byte (little-endian).
+fn zero_lanes(v: u64) -> u64 {
+    v.wrapping_sub(LANES_LOW) & !v & LANES_HIGH
+}
+
+/// The 8 bytes at `i` as a little-endian word, if there are 8.
+fn word_at(bytes: &[u8], i: usize) -> Option<u64> {
+    let chunk: [u8; 8] = bytes.get(i..i.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_le_bytes(chunk))
+}
+
+/// The first offset at or after `i` whose byte is `"` or `\`, eight bytes at a time.
+fn find_quote_or_backslash(bytes: &[u8], mut i: usize) -> Option<usize> {
+    const QUOTES: u64 = LANES_LOW * b'"' as u64;
+    const BACKSLASHES: u64 = LANES_LOW * b'\\' as u64;
+    while let Some(w) = word_at(bytes, i) {
+        let hits = zero_lanes(w ^ QUOTES) | zero_lanes(w ^ BACKSLASHES);
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    let k = bytes
+        .get(i..)?
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\')?;
+    Some(i + k)
+}
+
+/// Whether `b` may be a bracket: true for `[ ] { }` (and for `Y _ y DEL`, which the caller
+/// tells apart); brackets are the bytes `0x5B 0x5D 0x7B 0x7D`, equal outside the bits `0x26`.
+fn maybe_bracket(b: u8) -> bool {
+    b & 0xD9 == 0x59
+}
+
+/// The first offset at or after `i` whose byte is `"` or may be a bracket, eight bytes at a
+/// time.
+fn find_quote_or_bracket(bytes: &[u8], mut i: usize) -> Option<usize> {
+    const QUOTES: u64 = LANES_LOW * b'"' as u64;
+    const MASK: u64 = LANES_LOW * 0xD9;
+    const BRACKETS: u64 = LANES_LOW * 0x59;
+    while let Some(w) = word_at(bytes, i) {
+        let hits = zero_lanes(w ^ QUOTES) | zero_lanes((w & MASK) ^ BRACKETS);
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    let k = bytes
+        .get(i..)?
+        .iter()
+        .position(|&b| b == b'"' || maybe_bracket(b))?;
+    Some(i + k)
+}
+
 /// Offset just past the string starting with the quote at `i`.
 fn skip_string(bytes: &[u8], i: usize) -> Result<usize, DocError> {
     let mut j = i + 1;
     loop {
-        let rest = bytes.get(j..).ok_or_else(|| bad(j))?;
-        let k = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\')
-            .ok_or_else(|| bad(bytes.len()))?;
-        j += k;
+        j = find_quote_or_backslash(bytes, j).ok_or_else(|| bad(bytes.len()))?;
         if bytes.get(j) == Some(&b'"') {
             return Ok(j + 1);
         }
+        // A backslash: the byte after it is escaped, whatever it is.
         j += 2;
+    }
+}
+
+/// Offset just past the array or object starting at `i`: only strings and brackets are looked
+/// at (the parallel validation checks everything else).
+fn skip_nested(bytes: &[u8], i: usize) -> Result<usize, DocError> {
+    let mut depth = 0usize;
+    let mut j = i;
+    loop {
+        j = find_quote_or_bracket(bytes, j).ok_or_else(|| bad(bytes.len()))?;
+        match bytes.get(j) {
+            Some(b'"') => j = skip_string(bytes, j)?,
+            Some(b'[' | b'{') => {
+                depth += 1;
+                j += 1;
+            }
+            Some(b']' | b'}') => {
+                depth = depth.checked_sub(1).ok_or_else(|| bad(j))?;
+                j += 1;
+                if depth == 0 {
+                    return Ok(j);
+                }
+            }
+            _ => j += 1,
+        }
+    }
+}
+
+/// Offset just past the value starting at `i` (a member's value in a top-level object).
+fn skip_value(bytes: &[u8], i: usize) -> Result<usize, DocError> {
+    match bytes.get(i) {
+        Some(b'"') => skip_string(bytes, i),
+        Some(b'[' | b'{') => skip_nested(bytes, i),
+        Some(b',' | b'}' | b']' | b':') | None => Err(bad(i)),
+        Some(_) => {
+            // A number, `true`, `false` or `null`: up to the next delimiter.
+            let rest = bytes.get(i..).unwrap_or_default();
+            let len = rest
+                .iter()
+                .position(|&b| is_ws(b) || matches!(b, b',' | b'}' | b']'))
+                .unwrap_or(rest.len());
+            Ok(i + len)
+        }
     }
 }
 
@@ -115,44 +220,35 @@ impl<'de> Visitor<'de> for Members {
     }
 }
 
-/// Validates `bytes` as a JSON object (or empty / whitespace-only text, read as `{}`) and
-/// finds its top-level members.
+/// Finds the top-level members of `bytes`, a JSON object (or empty / whitespace-only text,
+/// read as `{}`), with a fast structural scan: the spans of the members and their decoded keys.
+///
+/// This does **not** validate the document (only strings, brackets and the top level are
+/// looked at): [`validate`] must accept it before anything derived from it is written.
+/// An error here is not the one to report: [`validate`] gives that one.
 pub(crate) fn scan(bytes: &[u8]) -> Result<Scanned, DocError> {
     let start = skip_ws(bytes, 0);
     if start == bytes.len() {
         return Ok(Scanned {
             braces: None,
             members: Vec::new(),
+            complete: true,
         });
     }
-    // Strict UTF-8 first (JSON text is UTF-8); parsing a `str` is then also faster.
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| DocError::InvalidJson(format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
-    let mut de = serde_json::Deserializer::from_str(text);
     if bytes.get(start) != Some(&b'{') {
-        IgnoredAny::deserialize(&mut de)
-            .and_then(|_| de.end())
-            .map_err(|e| DocError::InvalidJson(e.to_string()))?;
-        return Err(DocError::NotAnObject(kind_name(bytes)));
+        return Err(bad(start));
     }
-    // One serde_json pass validates the document and hands over each member's raw value; the
-    // scanner below only walks the few bytes between them.
-    let raw = (&mut de)
-        .deserialize_map(Members)
-        .and_then(|members| de.end().map(|()| members))
-        .map_err(|e| DocError::InvalidJson(e.to_string()))?;
-    let base = bytes.as_ptr().addr();
-    let mut raw = raw.into_iter();
     let mut members = Vec::new();
     let mut i = start + 1;
     loop {
         let lead_start = i;
         i = skip_ws(bytes, i);
         match bytes.get(i) {
-            Some(b'}') => {
+            Some(b'}') if members.is_empty() => {
                 return Ok(Scanned {
                     braces: Some((start, i)),
                     members,
+                    complete: true,
                 });
             }
             Some(b'"') => {}
@@ -160,16 +256,16 @@ pub(crate) fn scan(bytes: &[u8]) -> Result<Scanned, DocError> {
         }
         let key_start = i;
         let key_end = skip_string(bytes, i)?;
-        let (key, value) = raw.next().ok_or_else(|| bad(i))?;
+        let key = bytes
+            .get(key_start..key_end)
+            .and_then(|raw| serde_json::from_slice::<String>(raw).ok())
+            .ok_or_else(|| bad(key_start))?;
         i = skip_ws(bytes, key_end);
         if bytes.get(i) != Some(&b':') {
             return Err(bad(i));
         }
         let value_start = skip_ws(bytes, i + 1);
-        if value.get().as_ptr().addr().checked_sub(base) != Some(value_start) {
-            return Err(bad(value_start));
-        }
-        let value_end = value_start + value.get().len();
+        let value_end = skip_value(bytes, value_start)?;
         members.push(Member {
             key,
             key_start,
@@ -185,6 +281,7 @@ pub(crate) fn scan(bytes: &[u8]) -> Result<Scanned, DocError> {
                 return Ok(Scanned {
                     braces: Some((start, i)),
                     members,
+                    complete: true,
                 });
             }
             _ => return Err(bad(i)),
@@ -192,15 +289,267 @@ pub(crate) fn scan(bytes: &[u8]) -> Result<Scanned, DocError> {
     }
 }
 
+/// The high bit set in exactly the byte lanes of `v` that are zero.
+fn zero_lanes_exact(v: u64) -> u64 {
+    !(((v & !LANES_HIGH).wrapping_add(!LANES_HIGH)) | v) & LANES_HIGH
+}
+
+/// The last offset before `end` whose byte is `"` or may be a bracket (see [`maybe_bracket`]),
+/// eight bytes at a time.
+fn rfind_quote_or_bracket(bytes: &[u8], mut end: usize) -> Option<usize> {
+    const QUOTES: u64 = LANES_LOW * b'"' as u64;
+    const MASK: u64 = LANES_LOW * 0xD9;
+    const BRACKETS: u64 = LANES_LOW * 0x59;
+    while let Some(w) = end.checked_sub(8).and_then(|i| word_at(bytes, i)) {
+        let hits = zero_lanes_exact(w ^ QUOTES) | zero_lanes_exact((w & MASK) ^ BRACKETS);
+        if hits != 0 {
+            return Some(end - 1 - (hits.leading_zeros() / 8) as usize);
+        }
+        end -= 8;
+    }
+    bytes
+        .get(..end)?
+        .iter()
+        .rposition(|&b| b == b'"' || maybe_bracket(b))
+}
+
+/// The last offset before `end` whose byte is `"`, eight bytes at a time.
+fn rfind_quote(bytes: &[u8], mut end: usize) -> Option<usize> {
+    const QUOTES: u64 = LANES_LOW * b'"' as u64;
+    while let Some(w) = end.checked_sub(8).and_then(|i| word_at(bytes, i)) {
+        let hits = zero_lanes_exact(w ^ QUOTES);
+        if hits != 0 {
+            return Some(end - 1 - (hits.leading_zeros() / 8) as usize);
+        }
+        end -= 8;
+    }
+    bytes.get(..end)?.iter().rposition(|&b| b == b'"')
+}
+
+/// Offset of the opening quote of the string whose closing quote is at `close`. In valid JSON
+/// a quote inside a string is preceded by an odd run of backslashes, a delimiting one by an
+/// even run (backslashes occur only inside strings).
+fn string_start_back(bytes: &[u8], close: usize) -> Result<usize, DocError> {
+    let mut end = close;
+    loop {
+        let q = rfind_quote(bytes, end).ok_or_else(|| bad(close))?;
+        let run = bytes
+            .get(..q)
+            .unwrap_or_default()
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if run % 2 == 0 {
+            return Ok(q);
+        }
+        end = q;
+    }
+}
+
+/// Offset of the first byte of the value whose last byte is at `last` (`end - 1`).
+fn value_start_back(bytes: &[u8], end: usize) -> Result<usize, DocError> {
+    let last = end.checked_sub(1).ok_or_else(|| bad(0))?;
+    match bytes.get(last) {
+        Some(b'"') => string_start_back(bytes, last),
+        Some(b']' | b'}') => {
+            let mut depth = 0usize;
+            let mut j = end;
+            loop {
+                let k = rfind_quote_or_bracket(bytes, j).ok_or_else(|| bad(last))?;
+                match bytes.get(k) {
+                    Some(b'"') => j = string_start_back(bytes, k)?,
+                    Some(b']' | b'}') => {
+                        depth += 1;
+                        j = k;
+                    }
+                    Some(b'[' | b'{') => {
+                        depth = depth.checked_sub(1).ok_or_else(|| bad(k))?;
+                        if depth == 0 {
+                            return Ok(k);
+                        }
+                        j = k;
+                    }
+                    _ => j = k,
+                }
+            }
+        }
+        Some(b',' | b':' | b'[' | b'{') | None => Err(bad(last)),
+        Some(_) => {
+            // A number, `true`, `false` or `null`: back to the previous delimiter.
+            let head = bytes.get(..end).unwrap_or_default();
+            Ok(head
+                .iter()
+                .rposition(|&b| is_ws(b) || matches!(b, b',' | b':' | b'[' | b'{'))
+                .map_or(0, |k| k + 1))
+        }
+    }
+}
+
+/// Offset just past the last non-whitespace byte before `end`.
+fn skip_ws_back(bytes: &[u8], mut end: usize) -> usize {
+    while end > 0 && bytes.get(end - 1).copied().is_some_and(is_ws) {
+        end -= 1;
+    }
+    end
+}
+
+/// Like [`scan`], but from the closing brace backwards, stopping at the last occurrence of
+/// `key`: the members found are the last ones of the object (all of them only when `key` is
+/// absent). An update that sets `key` needs no more, and so does not walk the (possibly big)
+/// members before it. The same caveat as for [`scan`]: [`validate`] must accept the document.
+pub(crate) fn scan_tail(bytes: &[u8], key: &str) -> Result<Scanned, DocError> {
+    let start = skip_ws(bytes, 0);
+    if start == bytes.len() {
+        return Ok(Scanned {
+            braces: None,
+            members: Vec::new(),
+            complete: true,
+        });
+    }
+    let close = skip_ws_back(bytes, bytes.len()) - 1;
+    if bytes.get(start) != Some(&b'{') || bytes.get(close) != Some(&b'}') || close <= start {
+        return Err(bad(start));
+    }
+    let mut members = Vec::new();
+    let mut i = skip_ws_back(bytes, close);
+    let complete = loop {
+        if i == start + 1 {
+            if !members.is_empty() {
+                return Err(bad(i));
+            }
+            break true;
+        }
+        let value_end = i;
+        let value_start = value_start_back(bytes, value_end)?;
+        i = skip_ws_back(bytes, value_start);
+        if i == 0 || bytes.get(i - 1) != Some(&b':') {
+            return Err(bad(i));
+        }
+        let key_end = skip_ws_back(bytes, i - 1);
+        if key_end == 0 || bytes.get(key_end - 1) != Some(&b'"') {
+            return Err(bad(key_end));
+        }
+        let key_start = string_start_back(bytes, key_end - 1)?;
+        let decoded = bytes
+            .get(key_start..key_end)
+            .and_then(|raw| serde_json::from_slice::<String>(raw).ok())
+            .ok_or_else(|| bad(key_start))?;
+        i = skip_ws_back(bytes, key_start);
+        let found = decoded == key;
+        let lead_start = i;
+        members.push(Member {
+            key: decoded,
+            key_start,
+            key_end,
+            value_start,
+            value_end,
+            lead_start,
+        });
+        match bytes.get(i.wrapping_sub(1)) {
+            Some(b'{') if i - 1 == start => break true,
+            Some(b',') if found => break false,
+            Some(b',') => i = skip_ws_back(bytes, i - 1),
+            _ => return Err(bad(i)),
+        }
+    };
+    members.reverse();
+    Ok(Scanned {
+        braces: Some((start, close)),
+        members,
+        complete,
+    })
+}
+
+/// Parses `bytes` with `serde_json` in one pass: UTF-8, valid JSON, an object at the top level;
+/// its members as decoded keys and raw values. `None` for empty / whitespace-only text.
+fn parse_members(bytes: &[u8]) -> Result<Option<Vec<(String, &RawValue)>>, DocError> {
+    let start = skip_ws(bytes, 0);
+    if start == bytes.len() {
+        return Ok(None);
+    }
+    // Strict UTF-8 first (JSON text is UTF-8); parsing a `str` is then also faster.
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| DocError::InvalidJson(format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    if bytes.get(start) != Some(&b'{') {
+        IgnoredAny::deserialize(&mut de)
+            .and_then(|_| de.end())
+            .map_err(|e| DocError::InvalidJson(e.to_string()))?;
+        return Err(DocError::NotAnObject(kind_name(bytes)));
+    }
+    (&mut de)
+        .deserialize_map(Members)
+        .and_then(|members| de.end().map(|()| Some(members)))
+        .map_err(|e| DocError::InvalidJson(e.to_string()))
+}
+
+/// Validates `bytes` with `serde_json` in one pass: UTF-8, valid JSON, an object at the top
+/// level (or empty / whitespace-only text). With `scanned`, also checks that `serde_json` sees
+/// exactly the members [`scan`] or [`scan_tail`] found (same decoded keys, same value spans,
+/// and, for a tail, no member after them), so an edit computed from the scan is an edit of
+/// the document `serde_json` (and `JSON.parse`) reads.
+pub(crate) fn validate(bytes: &[u8], scanned: Option<&Scanned>) -> Result<(), DocError> {
+    let parsed = parse_members(bytes)?;
+    let Some(scanned) = scanned else {
+        return Ok(());
+    };
+    let start = skip_ws(bytes, 0);
+    let Some(raw) = parsed else {
+        return match scanned.braces {
+            None => Ok(()),
+            Some(_) => Err(bad(start)),
+        };
+    };
+    let skipped = raw.len().checked_sub(scanned.members.len());
+    if scanned.braces.is_none_or(|(open, _)| open != start)
+        || skipped.is_none()
+        || (scanned.complete && skipped != Some(0))
+    {
+        return Err(bad(start));
+    }
+    let base = bytes.as_ptr().addr();
+    let tail = raw.get(skipped.unwrap_or_default()..).unwrap_or_default();
+    for ((key, value), m) in tail.iter().zip(&scanned.members) {
+        let offset = value.get().as_ptr().addr().checked_sub(base);
+        if *key != m.key
+            || offset != Some(m.value_start)
+            || m.value_start + value.get().len() != m.value_end
+        {
+            return Err(bad(m.value_start));
+        }
+    }
+    Ok(())
+}
+
 /// The parsed value of the member JSON.parse honours for `key`, with its raw text.
 pub(crate) fn get(bytes: &[u8], key: &str) -> Result<Option<(Value, String)>, DocError> {
-    let scanned = scan(bytes)?;
-    let Some(m) = scanned.last(key) else {
+    let members = parse_members(bytes)?.unwrap_or_default();
+    let Some((_, raw)) = members.iter().rev().find(|(k, _)| k == key) else {
         return Ok(None);
     };
-    let raw = bytes.get(m.value_start..m.value_end).unwrap_or_default();
-    let value = serde_json::from_slice(raw).map_err(|e| DocError::InvalidJson(e.to_string()))?;
-    Ok(Some((value, String::from_utf8_lossy(raw).into_owned())))
+    let raw = raw.get();
+    let value = serde_json::from_str(raw).map_err(|e| DocError::InvalidJson(e.to_string()))?;
+    Ok(Some((value, raw.to_owned())))
+}
+
+/// The scan and the edit of an update that sets `key` to `value` (see [`set`]); the scan is
+/// the one [`validate`] must accept before the edit is written.
+pub(crate) fn plan_set(
+    bytes: &[u8],
+    key: &str,
+    value: &Value,
+) -> Result<(Scanned, Option<Splice>), DocError> {
+    let scanned = scan_tail(bytes, key)?;
+    let splice = set(bytes, &scanned, key, value);
+    Ok((scanned, splice))
+}
+
+/// The scan and the edit of an update that removes `key` (see [`remove`]).
+pub(crate) fn plan_remove(bytes: &[u8], key: &str) -> Result<(Scanned, Option<Splice>), DocError> {
+    let scanned = scan(bytes)?;
+    let splice = remove(bytes, &scanned, key)?;
+    Ok((scanned, splice))
 }
 
 /// The layout a new member copies from the file: what goes before the key, between key and value,
@@ -316,18 +665,17 @@ impl Splice {
 }
 
 /// Sets top-level `key` to `value` with the smallest byte change; `None` when the member
-/// already holds an equal value (nothing to write).
+/// already holds an equal value (nothing to write). `scanned` may be a [`scan_tail`] for `key`.
 ///
 /// With duplicate keys the last occurrence (the one JSON.parse honours) is edited.
-pub(crate) fn set(bytes: &[u8], key: &str, value: &Value) -> Result<Option<Splice>, DocError> {
-    let scanned = scan(bytes)?;
+pub(crate) fn set(bytes: &[u8], scanned: &Scanned, key: &str, value: &Value) -> Option<Splice> {
     if let Some(m) = scanned.last(key) {
         let raw = bytes.get(m.value_start..m.value_end).unwrap_or_default();
         if serde_json::from_slice::<Value>(raw).is_ok_and(|old| &old == value) {
-            return Ok(None);
+            return None;
         }
         let rendered = Style::of_member(bytes, m).render(value);
-        return Ok(Some(Splice::new(m.value_start, m.value_end, rendered)));
+        return Some(Splice::new(m.value_start, m.value_end, rendered));
     }
     let key_json = serde_json::to_vec(key).unwrap_or_default();
     match (scanned.braces, scanned.members.last()) {
@@ -343,7 +691,7 @@ pub(crate) fn set(bytes: &[u8], key: &str, value: &Value) -> Result<Option<Splic
             out.extend_from_slice(&newline);
             out.push(b'}');
             out.extend_from_slice(&newline);
-            Ok(Some(Splice::new(0, bytes.len(), out)))
+            Some(Splice::new(0, bytes.len(), out))
         }
         (Some((open, close)), None) => {
             // `{` ws `}`: the member goes right after `{`; an empty `{}` also gets a newline
@@ -356,7 +704,7 @@ pub(crate) fn set(bytes: &[u8], key: &str, value: &Value) -> Result<Option<Splic
             if close == open + 1 {
                 insert.extend_from_slice(&style.pretty.map(|(nl, _)| nl).unwrap_or_default());
             }
-            Ok(Some(Splice::new(open + 1, open + 1, insert)))
+            Some(Splice::new(open + 1, open + 1, insert))
         }
         (Some(_), Some(last)) => {
             // Appended after the last member, copying that member's layout.
@@ -366,18 +714,22 @@ pub(crate) fn set(bytes: &[u8], key: &str, value: &Value) -> Result<Option<Splic
             insert.extend_from_slice(&key_json);
             insert.extend_from_slice(&style.colon);
             insert.extend_from_slice(&style.render(value));
-            Ok(Some(Splice::new(last.value_end, last.value_end, insert)))
+            Some(Splice::new(last.value_end, last.value_end, insert))
         }
     }
 }
 
 /// Removes every top-level occurrence of `key` (so that the key is truly unset); `None` when
 /// it is absent. Removing a member appended by [`set`] gives back the original bytes.
-pub(crate) fn remove(bytes: &[u8], key: &str) -> Result<Option<Splice>, DocError> {
-    let scanned = scan(bytes)?;
+/// `scanned` must be a complete [`scan`] (every occurrence counts).
+pub(crate) fn remove(
+    bytes: &[u8],
+    scanned: &Scanned,
+    key: &str,
+) -> Result<Option<Splice>, DocError> {
     match scanned.members.iter().filter(|m| m.key == key).count() {
         0 => Ok(None),
-        1 => Ok(remove_last(bytes, &scanned, key)),
+        1 => Ok(remove_last(bytes, scanned, key)),
         _ => {
             // Duplicates (rare): remove them one by one, then replace the whole document.
             let mut current = bytes.to_vec();
@@ -429,12 +781,34 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
+    /// The scan, checked as an update checks it.
+    fn scan_valid(bytes: &[u8]) -> Result<Scanned, DocError> {
+        match scan(bytes) {
+            Ok(scanned) => validate(bytes, Some(&scanned)).map(|()| scanned),
+            Err(e) => Err(validate(bytes, None).err().unwrap_or(e)),
+        }
+    }
+
+    /// What an update writes for `plan`: the checks as the store runs them, then the edit.
+    fn checked(
+        doc: &[u8],
+        plan: Result<(Scanned, Option<Splice>), DocError>,
+    ) -> Result<Option<Vec<u8>>, DocError> {
+        match plan {
+            Ok((scanned, splice)) => {
+                validate(doc, Some(&scanned))?;
+                Ok(splice.map(|s| s.apply(doc)))
+            }
+            Err(e) => Err(validate(doc, None).err().unwrap_or(e)),
+        }
+    }
+
     fn set_bytes(doc: &[u8], key: &str, value: &Value) -> Result<Option<Vec<u8>>, DocError> {
-        Ok(set(doc, key, value)?.map(|s| s.apply(doc)))
+        checked(doc, plan_set(doc, key, value))
     }
 
     fn remove_bytes(doc: &[u8], key: &str) -> Result<Option<Vec<u8>>, DocError> {
-        Ok(remove(doc, key)?.map(|s| s.apply(doc)))
+        checked(doc, plan_remove(doc, key))
     }
 
     fn set_str(doc: &str, key: &str, value: &Value) -> String {
@@ -508,7 +882,10 @@ mod tests {
 
     #[test]
     fn setting_an_equal_value_even_spelled_differently_changes_nothing() {
-        assert_eq!(set(br#"{"k":"ho\u006cd"}"#, "k", &json!("hold")), Ok(None));
+        assert_eq!(
+            set_bytes(br#"{"k":"ho\u006cd"}"#, "k", &json!("hold")),
+            Ok(None)
+        );
     }
 
     #[test]
@@ -541,24 +918,93 @@ mod tests {
 
     #[test]
     fn invalid_documents_are_refused_with_what_they_are() {
-        assert!(matches!(scan(b"{\"a\":}"), Err(DocError::InvalidJson(_))));
-        assert!(matches!(scan(b"{} {}"), Err(DocError::InvalidJson(_))));
+        assert!(matches!(
+            scan_valid(b"{\"a\":}"),
+            Err(DocError::InvalidJson(_))
+        ));
+        assert!(matches!(
+            scan_valid(b"{} {}"),
+            Err(DocError::InvalidJson(_))
+        ));
         assert_eq!(
-            scan(b" [1]").unwrap_err(),
+            scan_valid(b" [1]").unwrap_err(),
             DocError::NotAnObject("an array")
         );
-        assert_eq!(scan(b"null").unwrap_err(), DocError::NotAnObject("null"));
         assert_eq!(
-            scan(b"\"s\"").unwrap_err(),
+            scan_valid(b"null").unwrap_err(),
+            DocError::NotAnObject("null")
+        );
+        assert_eq!(
+            scan_valid(b"\"s\"").unwrap_err(),
             DocError::NotAnObject("a string")
         );
-        assert_eq!(scan(b"3").unwrap_err(), DocError::NotAnObject("a number"));
+        assert_eq!(
+            scan_valid(b"3").unwrap_err(),
+            DocError::NotAnObject("a number")
+        );
+    }
+
+    #[test]
+    fn strings_with_escaped_quotes_backslashes_and_brackets_are_skipped_both_ways() {
+        let doc = r#"{"a\\": "x\\", "b\"": "\\\"}", "c": ["]", "\"[", {"}": "\\"}], "k": "\\\\", "z": -1.5e3 }"#;
+        let all = scan_valid(doc.as_bytes()).unwrap();
+        let keys: Vec<&str> = all.members.iter().map(|m| m.key.as_str()).collect();
+        assert_eq!(keys, ["a\\", "b\"", "c", "k", "z"]);
+        for key in ["a\\", "b\"", "c", "k", "z", "absent"] {
+            let tail = scan_tail(doc.as_bytes(), key).unwrap();
+            let from = all.members.iter().rposition(|m| m.key == key).unwrap_or(0);
+            assert_eq!(tail.members, all.members[from..], "{key}");
+            assert_eq!(validate(doc.as_bytes(), Some(&tail)), Ok(()), "{key}");
+        }
+        assert_eq!(
+            String::from_utf8(set_bytes(doc.as_bytes(), "k", &json!(1)).unwrap().unwrap()).unwrap(),
+            doc.replace(r#""k": "\\\\""#, r#""k": 1"#)
+        );
+    }
+
+    #[test]
+    fn what_the_scans_accept_but_is_not_json_is_refused_by_the_validation() {
+        for doc in [
+            r#"{"a": [1,,2], "k": 1}"#,
+            r#"{"a": tru, "k": 1}"#,
+            r#"{"a": {"b" 1}, "k": 1}"#,
+            r#"{"a": [}, "k": 1}"#,
+            r#"{"a": "\x", "k": 1}"#,
+            "{\"a\": \"\u{1}\", \"k\": 1}",
+            r#"{"a": 01, "k": 1}"#,
+        ] {
+            let tail = scan_tail(doc.as_bytes(), "k").unwrap();
+            assert_eq!(tail.members.len(), 1, "{doc}");
+            assert!(
+                matches!(validate(doc.as_bytes(), Some(&tail)), Err(DocError::InvalidJson(m)) if !m.starts_with("unexpected input")),
+                "{doc}"
+            );
+            assert!(
+                matches!(
+                    set_bytes(doc.as_bytes(), "k", &json!(2)),
+                    Err(DocError::InvalidJson(_))
+                ),
+                "{doc}"
+            );
+            assert!(
+                matches!(
+                    remove_bytes(doc.as_bytes(), "k"),
+                    Err(DocError::InvalidJson(_))
+                ),
+                "{doc}"
+            );
+        }
+        // Spans the scan got wrong are caught too: the scan of another document does not pass.
+        let other = scan(br#"{"a": 1,  "k": 1}"#).unwrap();
+        assert!(validate(br#"{"a": 1, "k": 1}  "#, Some(&other)).is_err());
+        let other = scan_tail(br#"{"k": 1, "a": 2}"#, "a").unwrap();
+        assert!(validate(br#"{"k": 1, "b": 2}"#, Some(&other)).is_err());
     }
 
     #[test]
     fn deep_nesting_is_scanned_and_edited_without_overflowing_the_stack() {
         let deep = format!("{{\"a\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
-        assert_eq!(scan(deep.as_bytes()).unwrap().members.len(), 1);
+        assert_eq!(scan_valid(deep.as_bytes()).unwrap().members.len(), 1);
         let with = set_bytes(deep.as_bytes(), "k", &json!(1)).unwrap().unwrap();
         assert_eq!(remove_bytes(&with, "k").unwrap().unwrap(), deep.as_bytes());
     }
@@ -719,9 +1165,28 @@ mod tests {
             let mut parsed: Value = serde_json::from_slice(&with).unwrap();
             prop_assert_eq!(parsed.as_object_mut().unwrap().remove("target"), Some(value.clone()));
             prop_assert_eq!(&parsed, &before, "every other member is unchanged");
-            prop_assert_eq!(set(&with, "target", &value).unwrap(), None, "setting the same value again writes nothing");
+            prop_assert_eq!(set_bytes(&with, "target", &value).unwrap(), None, "setting the same value again writes nothing");
             let back = remove_bytes(&with, "target").unwrap().expect("the key was present");
             prop_assert_eq!(String::from_utf8(back).unwrap(), doc);
+        }
+        #[test]
+        fn the_backward_scan_finds_the_members_the_forward_scan_finds(
+            doc in document(),
+            value in new_value(),
+        ) {
+            let all = scan(doc.as_bytes()).unwrap();
+            prop_assert_eq!(&scan_tail(doc.as_bytes(), "target").unwrap(), &all, "absent key: every member");
+            if let Some(first) = all.members.first() {
+                let tail = scan_tail(doc.as_bytes(), &first.key).unwrap();
+                let from = all.members.iter().rposition(|m| m.key == first.key).unwrap();
+                prop_assert_eq!(&tail.members[..], &all.members[from..]);
+                prop_assert_eq!(tail.complete, from == 0);
+                prop_assert_eq!(validate(doc.as_bytes(), Some(&tail)), Ok(()));
+            }
+            let with = set_bytes(doc.as_bytes(), "target", &value).unwrap().unwrap();
+            let tail = scan_tail(&with, "target").unwrap();
+            let all = scan(&with).unwrap();
+            prop_assert_eq!(tail.members.last(), all.members.last());
         }
     }
 }

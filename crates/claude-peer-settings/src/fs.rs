@@ -40,7 +40,8 @@ pub struct Stat {
 
 /// The operations a [`crate::SettingsStore`] performs, in the order an update uses them:
 /// `create_dir_all`, `lock`, `load`, `list_dir`/`stat`/`remove` (stale temporary files),
-/// `create_temp`, `write_temp`, `load` again, `rename`, `sync_dir`.
+/// `create_temp`, `write_temp`, `holds`, `rename`, `sync_dir` (`remove` again for a temporary file
+/// that is not renamed).
 pub trait SettingsFs {
     /// An open temporary file.
     type Temp;
@@ -249,9 +250,10 @@ impl SettingsFs for RealFs {
         {
             return Ok(false);
         }
-        // Compared through a small buffer: no second copy of a big file in memory.
+        // Compared through a buffer of at most 64 KiB (no second copy of a big file in memory,
+        // few system calls).
         let mut file = File::from(fd);
-        let mut buf = [0u8; 16 * 1024];
+        let mut buf = vec![0u8; expected.len().clamp(1, 64 * 1024)];
         loop {
             let n = file.read(&mut buf)?;
             if n == 0 {

@@ -40,14 +40,20 @@
 //!    writers of this project never lose each other's updates (the lock file stays in place);
 //! 3. read the file without following links: a symbolic link or anything but a regular file
 //!    is refused and left untouched; a missing file is empty bytes, read as `{}`;
-//! 4. compare its revision (blake3 of the exact bytes) with the expected one, if given: a
-//!    mismatch is a `conflict` and nothing is written;
-//! 5. compute the minimal edit (below); when it changes nothing, stop without writing;
-//! 6. remove our temporary files older than a minute (left by a crashed writer);
-//! 7. create `.<file name>.claude-peers-<16 hex>.tmp` in the same directory, exclusively and
+//! 4. find the members the edit needs with a fast structural scan (below) and compute the
+//!    minimal edit; when it changes nothing (or the scan fails), run the checks of step 7
+//!    and stop without writing (a failed scan reports the error those checks give);
+//! 5. remove our temporary files older than a minute (left by a crashed writer);
+//! 6. create `.<file name>.claude-peers-<16 hex>.tmp` in the same directory, exclusively and
 //!    without following links, with the original file's permission bits (0600 for a new file),
 //!    write and fsync it;
-//! 8. compare the file once more with the bytes of step 3 (through a small buffer, without
+//! 7. meanwhile, on helper threads for a document of 64 KiB or more (before step 5 for a
+//!    smaller one), check the bytes of step 3: their revision (blake3 of the exact bytes)
+//!    against the expected one, if given (a mismatch is a `conflict`), then their full
+//!    validation with `serde_json`, which must also see exactly the members the scan found;
+//!    and hash the new bytes (the revision returned). A failure removes the temporary file:
+//!    nothing is written;
+//! 8. compare the file once more with the bytes of step 3 (through a buffer, without
 //!    following links): writers that take no lock (Claude Code itself) are caught here as a
 //!    `conflict`, and the temporary file is removed;
 //! 9. rename the temporary file over the settings file, then fsync the directory (a failure
@@ -55,21 +61,25 @@
 //!
 //! The check of step 8 and the rename are two system calls: a writer that takes no lock and
 //! writes between them is overwritten. POSIX offers no compare-and-rename, so that window
-//! (microseconds) can be narrowed but not closed. Without an expected revision, step 4 is
-//! skipped but step 8 still applies, and a conflict there is reported, not retried.
+//! (microseconds) can be narrowed but not closed. Without an expected revision, the revision check of
+//! step 7 is skipped but step 8 still applies, and a conflict there is reported, not retried.
 //!
 //! Ownership is not carried over to the new file (that needs privileges); the file is
 //! created by the user running the update, as Claude Code's own rewrite would be.
 //!
 //! # The minimal edit
 //!
-//! The document must be UTF-8 and is validated with `serde_json` in one pass that also yields
-//! each top-level member's raw value (invalid JSON and non-object top levels are refused, the
-//! file untouched), then a small scanner finds the byte span of each top-level
-//! member and the new bytes are spliced into the original ones; the document is never
-//! re-serialized (the new file is written as three slices: the bytes before the member, the
-//! new member bytes, the bytes after it), so key order, indentation, spacing, number spellings, escapes and a final
-//! newline (or its absence) stay exactly as they were.
+//! A byte-level scan (strings with their escapes, bracket nesting) finds the byte span of each
+//! top-level member it needs: setting a key scans backwards from the closing brace and stops at
+//! the key's last occurrence (the one `JSON.parse` honours), so members before it, however
+//! big, are not walked; removing a key scans every member. The scan does not validate: the
+//! document is validated with `serde_json` in one pass (step 7), which must be UTF-8, valid
+//! JSON with an object at the top level (otherwise the update is refused, the file untouched)
+//! and have exactly the scanned members at the scanned spans. The new bytes are spliced into
+//! the original ones; the document is never re-serialized (the new file is written as three
+//! slices: the bytes before the member, the new member bytes, the bytes after it), so key
+//! order, indentation, spacing, number spellings, escapes and a final newline (or its absence)
+//! stay exactly as they were.
 //!
 //! - **Replacing** a value changes only the value's bytes. Setting a value equal to the
 //!   current one (compared as JSON values, so `"ho\u006cd"` equals `"hold"`) writes nothing.

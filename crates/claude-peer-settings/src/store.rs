@@ -11,15 +11,17 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::Error;
-use crate::edit::{self, DocError, Splice};
+use crate::edit::{self, DocError, Scanned, Splice};
 use crate::fs::{Entry, RealFs, SettingsFs};
 use crate::policy::{INBOUND_KEY, InboundPolicy, Revision};
 
 /// Temporary files of ours older than this are left-overs of a crashed writer.
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60);
 
-/// From this size on, the new revision is hashed in parallel with the write.
-const PARALLEL_HASH_MIN: usize = 256 * 1024;
+/// From this size on (old or new document), the checks of the old document (expected revision,
+/// full validation) and the hash of the new one run on a helper thread while the temporary file
+/// is written and synced; below it they run inline, as starting a thread costs about as much.
+const PARALLEL_MIN: usize = 64 * 1024;
 
 /// Mode of a settings file this crate creates.
 const NEW_FILE_MODE: u32 = 0o600;
@@ -137,8 +139,31 @@ fn random_u64() -> u64 {
     hasher.finish()
 }
 
-/// How an update changes the bytes: `Ok(None)` = nothing to write.
-type EditFn<'a> = &'a dyn Fn(&[u8]) -> Result<Option<Splice>, DocError>;
+/// How an update changes the bytes: the structural scan the edit was computed from (to be
+/// validated) and the edit, `None` = nothing to write.
+type EditFn<'a> = &'a dyn Fn(&[u8]) -> Result<(Scanned, Option<Splice>), DocError>;
+
+/// The checks an update's old bytes must pass before anything derived from them replaces the
+/// file: the expected revision (a mismatch is a `conflict`), then full validation (with the scan
+/// the edit was computed from, see [`edit::validate`]).
+fn check_old(
+    path: &Path,
+    old: &[u8],
+    expected: Option<&Revision>,
+    scanned: Option<&Scanned>,
+) -> Result<(), Error> {
+    if let Some(expected) = expected {
+        let found = Revision::of(old);
+        if *expected != found {
+            return Err(Error::Conflict {
+                path: path.to_owned(),
+                expected: expected.clone(),
+                found,
+            });
+        }
+    }
+    edit::validate(old, scanned).map_err(|e| doc_error(path, e))
+}
 
 impl<F: SettingsFs> SettingsStore<F> {
     /// The store for the settings file at `path`, on the file system `fs`.
@@ -205,13 +230,15 @@ impl<F: SettingsFs> SettingsStore<F> {
     ) -> Result<Snapshot, Error> {
         let value = Value::from(policy.as_str());
         self.update_inbound(expected, Some(policy), &|bytes| {
-            edit::set(bytes, INBOUND_KEY, &value)
+            edit::plan_set(bytes, INBOUND_KEY, &value)
         })
     }
 
     /// Removes `crossSessionInbound` (back to Claude Code's default), every occurrence of it.
     pub fn reset_inbound(&self, expected: Option<&Revision>) -> Result<Snapshot, Error> {
-        self.update_inbound(expected, None, &|bytes| edit::remove(bytes, INBOUND_KEY))
+        self.update_inbound(expected, None, &|bytes| {
+            edit::plan_remove(bytes, INBOUND_KEY)
+        })
     }
 
     /// Runs the update; the file afterwards holds `after` (or, when nothing was written,
@@ -239,13 +266,13 @@ impl<F: SettingsFs> SettingsStore<F> {
         value: &Value,
         expected: Option<&Revision>,
     ) -> Result<Revision, Error> {
-        self.update(expected, &|old| edit::set(old, key, value))
+        self.update(expected, &|old| edit::plan_set(old, key, value))
             .map(|(_, revision)| revision)
     }
 
     /// Removes every top-level occurrence of `key`. Returns the file's revision afterwards.
     pub fn remove_key(&self, key: &str, expected: Option<&Revision>) -> Result<Revision, Error> {
-        self.update(expected, &|old| edit::remove(old, key))
+        self.update(expected, &|old| edit::plan_remove(old, key))
             .map(|(_, revision)| revision)
     }
 
@@ -294,38 +321,68 @@ impl<F: SettingsFs> SettingsStore<F> {
             .map_err(|e| self.write_error("lock", &lock_path, e))?;
 
         let (mode, old) = self.load_for_update()?;
-        if let Some(expected) = expected {
-            let found = Revision::of(&old);
-            if *expected != found {
-                return Err(Error::Conflict {
-                    path: self.path.clone(),
-                    expected: expected.clone(),
-                    found,
-                });
+        let path = self.path.as_path();
+        let (scanned, splice) = match edit(&old) {
+            // The scan looks at strings and brackets only: the checks give the error to report.
+            Err(e) => {
+                check_old(path, &old, expected, None)?;
+                return Err(doc_error(path, e));
             }
-        }
-        let Some(splice) = edit(&old).map_err(|e| doc_error(&self.path, e))? else {
-            return Ok((mode.is_some(), Revision::of(&old)));
+            Ok((scanned, None)) => {
+                check_old(path, &old, expected, Some(&scanned))?;
+                let revision = expected.cloned().unwrap_or_else(|| Revision::of(&old));
+                return Ok((mode.is_some(), revision));
+            }
+            Ok((scanned, Some(splice))) => (scanned, splice),
         };
         let new = splice.parts(&old);
         let new_len: usize = new.iter().map(|p| p.len()).sum();
+        let parallel = old.len().max(new_len) >= PARALLEL_MIN;
+        if !parallel {
+            check_old(path, &old, expected, Some(&scanned))?;
+        }
 
         self.remove_stale_temps(&dir);
         let (temp_path, mut temp) = self.create_temp(&dir, mode.unwrap_or(NEW_FILE_MODE))?;
-        // A big document's new revision is hashed on a helper thread while the kernel writes
-        // and syncs the temporary file.
+        // A big document is checked, and its new revision hashed, on a helper thread while the
+        // kernel writes and syncs the temporary file; the rename waits for both.
         let (result, revision) = std::thread::scope(|scope| {
-            let hasher = (new_len >= PARALLEL_HASH_MIN)
+            let helper = parallel
                 .then(|| {
+                    let (old, new, scanned) = (&old, &new, &scanned);
                     std::thread::Builder::new()
-                        .spawn_scoped(scope, || Revision::of_parts(&new))
+                        .spawn_scoped(scope, move || {
+                            // The hash gets a thread of its own, started from here so that
+                            // starting it costs the writing thread nothing.
+                            let hasher = std::thread::Builder::new()
+                                .spawn_scoped(scope, move || Revision::of_parts(new))
+                                .ok();
+                            let checked = check_old(path, old, expected, Some(scanned));
+                            let revision = hasher
+                                .and_then(|h| h.join().ok())
+                                .unwrap_or_else(|| Revision::of_parts(new));
+                            (checked, revision)
+                        })
                         .ok()
                 })
                 .flatten();
-            let result = self.write_and_rename(&temp_path, &mut temp, mode.map(|_| &old[..]), &new);
-            let revision = hasher
-                .and_then(|h| h.join().ok())
-                .unwrap_or_else(|| Revision::of_parts(&new));
+            let written = self
+                .fs
+                .write_temp(&mut temp, &new)
+                .map_err(|e| self.write_error("write", &temp_path, e));
+            let joined = helper.and_then(|h| h.join().ok());
+            // Small (checked above), or the helper could not start or failed: inline.
+            let (checked, revision) = joined.unwrap_or_else(|| {
+                let checked = if parallel {
+                    check_old(path, &old, expected, Some(&scanned))
+                } else {
+                    Ok(())
+                };
+                (checked, Revision::of_parts(&new))
+            });
+            let result = checked
+                .and(written)
+                .and_then(|()| self.compare_and_rename(&temp_path, mode.map(|_| &old[..])));
             (result, revision)
         });
         drop(temp);
@@ -356,17 +413,9 @@ impl<F: SettingsFs> SettingsStore<F> {
         }
     }
 
-    /// `old` is what the update read: `None` when the file was missing.
-    fn write_and_rename(
-        &self,
-        temp_path: &Path,
-        temp: &mut F::Temp,
-        old: Option<&[u8]>,
-        new: &[&[u8]],
-    ) -> Result<(), Error> {
-        self.fs
-            .write_temp(temp, new)
-            .map_err(|e| self.write_error("write", temp_path, e))?;
+    /// Renames the written temporary file over the settings file if that still holds `old`,
+    /// what the update read (`None` when the file was missing).
+    fn compare_and_rename(&self, temp_path: &Path, old: Option<&[u8]>) -> Result<(), Error> {
         // Writers that take no lock (Claude Code) are caught here: compare once more right
         // before the rename.
         let unchanged = self

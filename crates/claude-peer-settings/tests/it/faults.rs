@@ -2,6 +2,7 @@
 
 use std::cell::Cell;
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -223,4 +224,199 @@ fn a_concurrent_edit_at_any_step_is_a_conflict_or_comes_after_ours_and_is_never_
             "{step:?}: the other writer's edit is what the file holds"
         );
     }
+}
+
+/// The real file system, recording the operations of an update.
+#[derive(Default)]
+struct RecordingFs {
+    ops: std::cell::RefCell<Vec<&'static str>>,
+}
+
+impl RecordingFs {
+    fn op(&self, name: &'static str) {
+        self.ops.borrow_mut().push(name);
+    }
+}
+
+impl SettingsFs for RecordingFs {
+    type Temp = File;
+    type Lock = File;
+
+    fn load(&self, path: &Path, follow: bool) -> io::Result<Entry> {
+        self.op("load");
+        RealFs.load(path, follow)
+    }
+    fn create_dir_all(&self, dir: &Path, mode: u32) -> io::Result<()> {
+        RealFs.create_dir_all(dir, mode)
+    }
+    fn lock(&self, path: &Path) -> io::Result<File> {
+        RealFs.lock(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        RealFs.list_dir(dir)
+    }
+    fn stat(&self, path: &Path) -> io::Result<Option<Stat>> {
+        RealFs.stat(path)
+    }
+    fn create_temp(&self, path: &Path, mode: u32) -> io::Result<File> {
+        self.op("create_temp");
+        RealFs.create_temp(path, mode)
+    }
+    fn write_temp(&self, temp: &mut File, parts: &[&[u8]]) -> io::Result<()> {
+        self.op("write_temp");
+        RealFs.write_temp(temp, parts)
+    }
+    fn holds(&self, path: &Path, expected: Option<&[u8]>) -> io::Result<bool> {
+        self.op("holds");
+        RealFs.holds(path, expected)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.op("rename");
+        RealFs.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.op("sync_dir");
+        RealFs.sync_dir(dir)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.op("remove");
+        RealFs.remove(path)
+    }
+}
+
+/// A settings file of about 1 MiB whose only flaw is `flaw`, deep inside a big member, with
+/// `crossSessionInbound` last: an update finds the member without looking at the flaw, so only
+/// the validation that runs while the temporary file is written can refuse it.
+fn big_settings_with(flaw: &str) -> Vec<u8> {
+    let mut doc = String::from("{\n  \"permissions\": {\n    \"allow\": [\n");
+    for i in 0..14_000 {
+        writeln!(doc, "      \"Bash(tool-{i:06} --flag:*)\",").unwrap();
+        if i == 7_000 {
+            doc.push_str(flaw);
+        }
+    }
+    doc.push_str(
+        "      \"Read(//work/**)\"\n    ]\n  },\n  \"crossSessionInbound\": \"hold\"\n}\n",
+    );
+    doc.into_bytes()
+}
+
+#[test]
+fn a_big_invalid_document_caught_by_the_parallel_validation_is_not_written_and_leaves_no_temporary_file()
+ {
+    let valid = big_settings_with("");
+    assert!(valid.len() > 256 * 1024);
+    assert!(serde_json::from_slice::<serde_json::Value>(&valid).is_ok());
+    for flaw in [
+        "      tru,\n",
+        "      01,\n",
+        "      \"bad \\x escape\",\n",
+        "      [1,,2],\n",
+        "      {\"a\" 1},\n",
+        "      [},\n",
+        "      \"raw \u{1} control\",\n",
+    ] {
+        let invalid = big_settings_with(flaw);
+        for recording in [false, true] {
+            let (dir, path) = home_with(&invalid);
+            let fs = RecordingFs::default();
+            let err = if recording {
+                SettingsStore::with_fs(&path, &fs).set_inbound(InboundPolicy::Refuse, None)
+            } else {
+                SettingsStore::new(&path).set_inbound(InboundPolicy::Refuse, None)
+            }
+            .unwrap_err();
+            assert_eq!(err.as_str(), "invalid_json", "{flaw:?}: {err}");
+            assert!(err.to_string().contains("is not valid JSON: "), "{err}");
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                invalid,
+                "{flaw:?}: untouched"
+            );
+            assert!(
+                temps_in(dir.path()).is_empty(),
+                "{flaw:?}: no temporary file"
+            );
+            if recording {
+                // The temporary file was written while validating, then removed, never renamed.
+                assert_eq!(
+                    *fs.ops.borrow(),
+                    ["load", "create_temp", "write_temp", "remove"],
+                    "{flaw:?}"
+                );
+            }
+        }
+    }
+    // Invalid UTF-8 inside a string is refused the same way.
+    let mut invalid = valid.clone();
+    let at = invalid.len() / 2;
+    let quote = at + invalid[at..].iter().position(|&b| b == b'(').unwrap();
+    invalid[quote] = 0xff;
+    let (dir, path) = home_with(&invalid);
+    let err = SettingsStore::new(&path)
+        .set_inbound(InboundPolicy::Refuse, None)
+        .unwrap_err();
+    assert_eq!(err.as_str(), "invalid_json");
+    assert!(err.to_string().contains("invalid UTF-8"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), invalid);
+    assert!(temps_in(dir.path()).is_empty());
+}
+
+#[test]
+fn a_big_invalid_document_is_refused_whatever_fails_around_the_parallel_validation() {
+    let invalid = big_settings_with("      tru,\n");
+    for step in STEPS {
+        for action in [Action::Fail, Action::ConcurrentEdit] {
+            let (dir, path) = home_with(&invalid);
+            let theirs = fixture("tabs.json");
+            let fs = FaultFs {
+                step,
+                action,
+                settings: path.clone(),
+                their_bytes: theirs.clone(),
+                loads: Cell::new(0),
+            };
+            let err = SettingsStore::with_fs(&path, fs)
+                .set_inbound(InboundPolicy::Refuse, None)
+                .unwrap_err();
+            let after = std::fs::read(&path).unwrap();
+            assert!(temps_in(dir.path()).is_empty(), "{step:?} {action:?}");
+            // Nothing of ours is ever renamed: the file holds the old bytes or the other
+            // writer's, and the error is the read failure or the invalid document.
+            let want = match (step, action) {
+                (Step::AfterRead, Action::Fail) => "read_failed",
+                _ => "invalid_json",
+            };
+            assert_eq!(err.as_str(), want, "{step:?} {action:?}: {err}");
+            match (step, action) {
+                (Step::AfterRead | Step::AfterTempWrite, Action::ConcurrentEdit) => {
+                    assert_eq!(after, theirs, "{step:?} {action:?}");
+                }
+                _ => assert_eq!(after, invalid, "{step:?} {action:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_big_document_with_a_stale_expected_revision_is_a_conflict_and_nothing_is_written() {
+    let old = big_settings_with("");
+    let (dir, path) = home_with(&old);
+    let store = SettingsStore::new(&path);
+    let stale = store.read().unwrap().revision;
+    let theirs = big_settings_with("      \"Bash(theirs)\",\n");
+    std::fs::write(&path, &theirs).unwrap();
+    let err = store
+        .set_inbound(InboundPolicy::Refuse, Some(&stale))
+        .unwrap_err();
+    assert_eq!(err.as_str(), "conflict");
+    assert_eq!(std::fs::read(&path).unwrap(), theirs);
+    assert!(temps_in(dir.path()).is_empty());
+    // With the right revision, the same update goes through and reports the new revision.
+    let current = store.read().unwrap().revision;
+    let after = store
+        .set_inbound(InboundPolicy::Refuse, Some(&current))
+        .unwrap();
+    assert_eq!(after.revision, store.read().unwrap().revision);
+    assert_eq!(after.inbound, Some(InboundPolicy::Refuse));
 }
