@@ -47,7 +47,7 @@
 //! 6. create `.<file name>.claude-peers-<16 hex>.tmp` in the same directory, exclusively and
 //!    without following links, with the original file's permission bits (0600 for a new file),
 //!    write and fsync it;
-//! 7. meanwhile, on helper threads for a document of 64 KiB or more (before step 5 for a
+//! 7. meanwhile, on a helper thread for a document of 64 KiB or more (before step 5 for a
 //!    smaller one), check the bytes of step 3: their revision (blake3 of the exact bytes)
 //!    against the expected one, if given (a mismatch is a `conflict`), then their full
 //!    validation with `serde_json`, which must also see exactly the members the scan found;

@@ -352,16 +352,10 @@ impl<F: SettingsFs> SettingsStore<F> {
                     let (old, new, scanned) = (&old, &new, &scanned);
                     std::thread::Builder::new()
                         .spawn_scoped(scope, move || {
-                            // The hash gets a thread of its own, started from here so that
-                            // starting it costs the writing thread nothing.
-                            let hasher = std::thread::Builder::new()
-                                .spawn_scoped(scope, move || Revision::of_parts(new))
-                                .ok();
+                            // Checking and hashing together take less time than the write
+                            // and its fsync, so one helper thread covers both.
                             let checked = check_old(path, old, expected, Some(scanned));
-                            let revision = hasher
-                                .and_then(|h| h.join().ok())
-                                .unwrap_or_else(|| Revision::of_parts(new));
-                            (checked, revision)
+                            (checked, Revision::of_parts(new))
                         })
                         .ok()
                 })
