@@ -314,10 +314,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             None
         };
         match rejection {
-            Some(rejection) => Err(Verdict {
-                liveness: Liveness::Invalid,
-                reason: Some(rejection.to_string()),
-            }),
+            Some(rejection) => Err(invalid_verdict(&rejection)),
             None => Ok(read),
         }
     }
@@ -376,12 +373,12 @@ impl Session {
 }
 
 fn invalid(file: PathBuf, pid: Option<Pid>, rejection: &Rejection) -> Session {
-    let verdict = judge(
-        Contents::Rejected(rejection),
-        &ProcessFacts::with_signal(Signal::NoSuchProcess),
-        None,
-    );
-    Session::unlisted(file, pid, None, verdict)
+    Session::unlisted(file, pid, None, invalid_verdict(rejection))
+}
+
+/// The verdict on a rejected entry, which no fact about its pid can change.
+fn invalid_verdict(rejection: &Rejection) -> Verdict {
+    judge(Contents::Rejected(rejection), &ProcessFacts::gone(), None)
 }
 
 fn not_regular(kind: FileKind) -> Rejection {
