@@ -26,11 +26,11 @@ holds exactly the documented JSON and diagnostics go to stderr.";
 #[derive(Debug, Parser)]
 #[command(name = "claude-peers", version, after_help = AFTER_HELP, propagate_version = true)]
 pub(crate) struct Cli {
-    /// Claude home directory [default: $`CLAUDE_CONFIG_DIR`, else ~/.claude]
+    /// Claude home directory [default: $CLAUDE_CONFIG_DIR, else ~/.claude]
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) home: Option<PathBuf>,
 
-    /// Print JSON on stdout (one value, or JSON lines for `watch`)
+    /// Print JSON on stdout (one value, or JSON lines for watch)
     #[arg(long, global = true)]
     pub(crate) json: bool,
 
