@@ -12,7 +12,7 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  test    cargo fmt --check, clippy -D warnings, all tests (nextest when installed), doc tests
+  test    cargo fmt --check, clippy -D warnings, all tests (nextest when installed), doc tests, rustdoc -D warnings
   deny    cargo deny check (installs cargo-deny when missing); advisories only when its database is present
   bench   run the benchmarks and print their side-by-side tables";
 
@@ -55,7 +55,12 @@ fn test() -> Result<(), String> {
     } else {
         cargo(&["test", "--workspace", "--no-fail-fast"])?;
     }
-    cargo(&["test", "--workspace", "--doc"])
+    cargo(&["test", "--workspace", "--doc"])?;
+    // Broken intra-doc links and malformed docs fail like any other warning.
+    cargo_with_env(
+        &["doc", "--workspace", "--no-deps"],
+        ("RUSTDOCFLAGS", "-D warnings"),
+    )
 }
 
 fn deny() -> Result<(), String> {
@@ -93,8 +98,17 @@ fn has_cargo_subcommand(name: &str) -> bool {
 }
 
 fn cargo(args: &[&str]) -> Result<(), String> {
+    cargo_with_env(args, ("", ""))
+}
+
+/// Runs cargo with `args` and, unless its name is empty, one extra environment variable.
+fn cargo_with_env(args: &[&str], (key, value): (&str, &str)) -> Result<(), String> {
     eprintln!("xtask: cargo {}", args.join(" "));
-    let status = Command::new(cargo_bin())
+    let mut command = Command::new(cargo_bin());
+    if !key.is_empty() {
+        command.env(key, value);
+    }
+    let status = command
         .args(args)
         .current_dir(workspace_root())
         .status()
