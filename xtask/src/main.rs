@@ -57,10 +57,9 @@ fn test() -> Result<(), String> {
     }
     cargo(&["test", "--workspace", "--doc"])?;
     // Broken intra-doc links and malformed docs fail like any other warning.
-    cargo_with_env(
-        &["doc", "--workspace", "--no-deps"],
-        ("RUSTDOCFLAGS", "-D warnings"),
-    )
+    run(Command::new(cargo_bin())
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .args(["doc", "--workspace", "--no-deps"]))
 }
 
 fn deny() -> Result<(), String> {
@@ -98,25 +97,24 @@ fn has_cargo_subcommand(name: &str) -> bool {
 }
 
 fn cargo(args: &[&str]) -> Result<(), String> {
-    cargo_with_env(args, ("", ""))
+    run(Command::new(cargo_bin()).args(args))
 }
 
-/// Runs cargo with `args` and, unless its name is empty, one extra environment variable.
-fn cargo_with_env(args: &[&str], (key, value): (&str, &str)) -> Result<(), String> {
-    eprintln!("xtask: cargo {}", args.join(" "));
-    let mut command = Command::new(cargo_bin());
-    if !key.is_empty() {
-        command.env(key, value);
-    }
+/// Runs a cargo command from the workspace root, saying what it runs.
+fn run(command: &mut Command) -> Result<(), String> {
+    let shown: Vec<String> = command
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    eprintln!("xtask: cargo {}", shown.join(" "));
     let status = command
-        .args(args)
         .current_dir(workspace_root())
         .status()
         .map_err(|err| format!("cannot run cargo: {err}"))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
+        Err(format!("`cargo {}` failed ({status})", shown.join(" ")))
     }
 }
 
