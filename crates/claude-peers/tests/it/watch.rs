@@ -19,9 +19,14 @@ struct Watch {
 
 impl Watch {
     fn start(home: &Home) -> Self {
+        Self::start_with(home, &[])
+    }
+
+    fn start_with(home: &Home, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
             .args(["--json", "watch", "--home"])
             .arg(home.root())
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -150,4 +155,24 @@ fn sigint_and_sigterm_end_watch_at_once_with_every_line_whole() {
             assert_eq!(event["event"], "appeared");
         }
     }
+}
+
+#[test]
+fn the_polling_fallback_reports_the_same_events() {
+    let mut home = Home::new();
+    let watch = Watch::start_with(&home, &["--poll"]);
+    let mut child = Sleeper::spawn();
+    home.live_record(&child, "s-poll", "polled", "idle", false);
+    assert_eq!(watch.next()["event"], "appeared");
+    home.live_record(&child, "s-poll", "polled", "waiting", false);
+    let changed = watch.next();
+    assert_eq!(
+        (
+            changed["event"].as_str(),
+            changed["session"]["status"].as_str()
+        ),
+        (Some("changed"), Some("waiting"))
+    );
+    child.crash();
+    assert_eq!(watch.next()["event"], "vanished");
 }
