@@ -91,22 +91,37 @@ fn word_at(bytes: &[u8], i: usize) -> Option<u64> {
     Some(u64::from_le_bytes(chunk))
 }
 
-/// The first offset at or after `i` whose byte is `"` or `\`, eight bytes at a time.
-fn find_quote_or_backslash(bytes: &[u8], mut i: usize) -> Option<usize> {
-    const QUOTES: u64 = LANES_LOW * b'"' as u64;
-    const BACKSLASHES: u64 = LANES_LOW * b'\\' as u64;
+/// The first offset at or after `i` whose byte is wanted, eight bytes at a time:
+/// `word_hits` marks the wanted lanes of a word (high bit of each lane), `wanted` judges the
+/// bytes of the short tail.
+#[inline]
+fn find_byte(
+    bytes: &[u8],
+    mut i: usize,
+    word_hits: impl Fn(u64) -> u64,
+    wanted: impl Fn(u8) -> bool,
+) -> Option<usize> {
     while let Some(w) = word_at(bytes, i) {
-        let hits = zero_lanes(w ^ QUOTES) | zero_lanes(w ^ BACKSLASHES);
+        let hits = word_hits(w);
         if hits != 0 {
             return Some(i + (hits.trailing_zeros() / 8) as usize);
         }
         i += 8;
     }
-    let k = bytes
-        .get(i..)?
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\')?;
+    let k = bytes.get(i..)?.iter().position(|&b| wanted(b))?;
     Some(i + k)
+}
+
+/// The first offset at or after `i` whose byte is `"` or `\`.
+fn find_quote_or_backslash(bytes: &[u8], i: usize) -> Option<usize> {
+    const QUOTES: u64 = LANES_LOW * b'"' as u64;
+    const BACKSLASHES: u64 = LANES_LOW * b'\\' as u64;
+    find_byte(
+        bytes,
+        i,
+        |w| zero_lanes(w ^ QUOTES) | zero_lanes(w ^ BACKSLASHES),
+        |b| b == b'"' || b == b'\\',
+    )
 }
 
 /// Whether `b` may be a bracket: true for `[ ] { }` (and for `Y _ y DEL`, which the caller
@@ -115,24 +130,17 @@ fn maybe_bracket(b: u8) -> bool {
     b & 0xD9 == 0x59
 }
 
-/// The first offset at or after `i` whose byte is `"` or may be a bracket, eight bytes at a
-/// time.
-fn find_quote_or_bracket(bytes: &[u8], mut i: usize) -> Option<usize> {
+/// The first offset at or after `i` whose byte is `"` or may be a bracket.
+fn find_quote_or_bracket(bytes: &[u8], i: usize) -> Option<usize> {
     const QUOTES: u64 = LANES_LOW * b'"' as u64;
     const MASK: u64 = LANES_LOW * 0xD9;
     const BRACKETS: u64 = LANES_LOW * 0x59;
-    while let Some(w) = word_at(bytes, i) {
-        let hits = zero_lanes(w ^ QUOTES) | zero_lanes((w & MASK) ^ BRACKETS);
-        if hits != 0 {
-            return Some(i + (hits.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    let k = bytes
-        .get(i..)?
-        .iter()
-        .position(|&b| b == b'"' || maybe_bracket(b))?;
-    Some(i + k)
+    find_byte(
+        bytes,
+        i,
+        |w| zero_lanes(w ^ QUOTES) | zero_lanes((w & MASK) ^ BRACKETS),
+        |b| b == b'"' || maybe_bracket(b),
+    )
 }
 
 /// Offset just past the string starting with the quote at `i`.
