@@ -42,37 +42,37 @@ fn unknown_spelling(known: &'static [&'static str]) -> impl Strategy<Value = Str
     })
 }
 
-fn vendor_status() -> impl Strategy<Value = VendorStatus> {
+/// An open enum's value: one of its `known` spellings, or a spelling it does not know,
+/// read the way a record is read (`from_wire`).
+fn open_enum<T: std::fmt::Debug + Clone>(
+    known: &'static [&'static str],
+    from_wire: fn(&str) -> T,
+) -> impl Strategy<Value = T> {
     prop_oneof![
-        Just(VendorStatus::Busy),
-        Just(VendorStatus::Shell),
-        Just(VendorStatus::Idle),
-        Just(VendorStatus::Waiting),
-        unknown_spelling(&["busy", "shell", "idle", "waiting"]).prop_map(VendorStatus::Other),
+        proptest::sample::select(known).prop_map(from_wire),
+        unknown_spelling(known).prop_map(move |s| from_wire(&s)),
     ]
+}
+
+fn vendor_status() -> impl Strategy<Value = VendorStatus> {
+    open_enum(
+        &["busy", "shell", "idle", "waiting"],
+        VendorStatus::from_wire,
+    )
 }
 
 fn kind() -> impl Strategy<Value = Kind> {
-    prop_oneof![
-        Just(Kind::Interactive),
-        Just(Kind::Bg),
-        Just(Kind::Daemon),
-        Just(Kind::DaemonWorker),
-        unknown_spelling(&["interactive", "bg", "daemon", "daemon-worker"]).prop_map(Kind::Other),
-    ]
+    open_enum(
+        &["interactive", "bg", "daemon", "daemon-worker"],
+        Kind::from_wire,
+    )
 }
 
 fn name_source() -> impl Strategy<Value = NameSource> {
-    prop_oneof![
-        Just(NameSource::Derived),
-        Just(NameSource::User),
-        Just(NameSource::Auto),
-        Just(NameSource::Collision),
-        Just(NameSource::Peer),
-        Just(NameSource::Hook),
-        unknown_spelling(&["derived", "user", "auto", "collision", "peer", "hook"])
-            .prop_map(NameSource::Other),
-    ]
+    open_enum(
+        &["derived", "user", "auto", "collision", "peer", "hook"],
+        NameSource::from_wire,
+    )
 }
 
 fn text() -> impl Strategy<Value = Option<String>> {
