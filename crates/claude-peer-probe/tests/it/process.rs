@@ -51,6 +51,41 @@ fn field_22(pid: Pid) -> String {
     rest.split_whitespace().nth(19).unwrap().to_owned()
 }
 
+/// A thread of this process, parked until dropped, and its thread id.
+struct ParkedThread {
+    tid: Pid,
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ParkedThread {
+    fn spawn() -> Self {
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (stop, stop_rx) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            tid_tx
+                .send(rustix::thread::gettid().as_raw_nonzero().get())
+                .unwrap();
+            let _ = stop_rx.recv();
+        });
+        let tid = Pid::new(tid_rx.recv().unwrap().cast_unsigned()).unwrap();
+        Self {
+            tid,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for ParkedThread {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 fn facts_of(table: &OsProcessTable, pid: Pid) -> ProcessFacts {
     let signal = table.signal(pid);
     table.facts(pid, signal)
@@ -118,19 +153,11 @@ fn a_reaped_child_is_no_such_process_and_nothing_else_is_claimed() {
 #[test]
 fn a_thread_id_of_a_live_process_is_not_a_thread_group_leader() {
     let table = OsProcessTable::new();
-    let (tid_tx, tid_rx) = mpsc::channel();
-    let (stop_tx, stop_rx) = mpsc::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        tid_tx
-            .send(rustix::thread::gettid().as_raw_nonzero().get())
-            .unwrap();
-        let _ = stop_rx.recv();
-    });
-    let tid = Pid::new(tid_rx.recv().unwrap().cast_unsigned()).unwrap();
+    let thread = ParkedThread::spawn();
+    let tid = thread.tid;
 
     let facts = facts_of(&table, tid);
-    stop_tx.send(()).unwrap();
-    thread.join().unwrap();
+    drop(thread);
 
     assert_ne!(tid.get(), std::process::id(), "the thread has its own id");
     assert_eq!(
@@ -375,15 +402,8 @@ fn a_recycled_pid_is_described_as_its_new_process_not_from_the_old_pin() {
 #[test]
 fn a_thread_id_is_never_pinned() {
     let table = OsProcessTable::new();
-    let (tid_tx, tid_rx) = mpsc::channel();
-    let (stop_tx, stop_rx) = mpsc::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        tid_tx
-            .send(rustix::thread::gettid().as_raw_nonzero().get())
-            .unwrap();
-        let _ = stop_rx.recv();
-    });
-    let tid = Pid::new(tid_rx.recv().unwrap().cast_unsigned()).unwrap();
+    let thread = ParkedThread::spawn();
+    let tid = thread.tid;
 
     let answers: Vec<_> = (0..3)
         .map(|_| {
@@ -391,8 +411,7 @@ fn a_thread_id_is_never_pinned() {
             (facts.thread_group_leader, reads >= 1, table.pinned())
         })
         .collect();
-    stop_tx.send(()).unwrap();
-    thread.join().unwrap();
+    drop(thread);
     assert_eq!(
         answers,
         vec![(Some(false), true, 0); 3],
