@@ -657,6 +657,11 @@ impl Splice {
         Splice { start, end, insert }
     }
 
+    /// How many leading bytes of the original the edited document keeps.
+    pub(crate) fn kept(&self) -> usize {
+        self.start
+    }
+
     /// The edited document as three slices, so a big file is written without copying it.
     pub(crate) fn parts<'a>(&'a self, original: &'a [u8]) -> [&'a [u8]; 3] {
         [

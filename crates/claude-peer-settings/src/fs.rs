@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
-use std::os::unix::fs::DirBuilderExt as _;
+use std::os::unix::fs::{DirBuilderExt as _, FileExt as _};
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -39,9 +39,9 @@ pub struct Stat {
 }
 
 /// The operations a [`crate::SettingsStore`] performs, in the order an update uses them:
-/// `create_dir_all`, `lock`, `load`, `list_dir`/`stat`/`remove` (stale temporary files),
-/// `create_temp`, `write_temp`, `holds`, `rename`, `sync_dir` (`remove` again for a temporary file
-/// that is not renamed).
+/// `create_dir_all`, `lock`, `load`, `read_note`, `list_dir`/`stat`/`remove` (stale temporary
+/// files), `create_temp`, `write_temp`, `holds`, `rename`, `sync_dir`, `write_note` (`remove`
+/// again for a temporary file that is not renamed).
 pub trait SettingsFs {
     /// An open temporary file.
     type Temp;
@@ -56,6 +56,10 @@ pub trait SettingsFs {
     /// Takes an exclusive advisory lock on `path`, creating it (mode 0600, no link followed);
     /// blocks until the lock is free.
     fn lock(&self, path: &Path) -> io::Result<Self::Lock>;
+    /// What the lock file holds (at most 128 bytes of it): the note the last update left.
+    fn read_note(&self, lock: &Self::Lock) -> io::Result<Vec<u8>>;
+    /// Replaces what the lock file holds with `note`.
+    fn write_note(&self, lock: &Self::Lock, note: &[u8]) -> io::Result<()>;
     /// The names in `dir`.
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>>;
     /// Looks at `path` without following a link; `None` when missing.
@@ -86,6 +90,12 @@ impl<F: SettingsFs + ?Sized> SettingsFs for &F {
     }
     fn lock(&self, path: &Path) -> io::Result<Self::Lock> {
         (**self).lock(path)
+    }
+    fn read_note(&self, lock: &Self::Lock) -> io::Result<Vec<u8>> {
+        (**self).read_note(lock)
+    }
+    fn write_note(&self, lock: &Self::Lock, note: &[u8]) -> io::Result<()> {
+        (**self).write_note(lock, note)
     }
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         (**self).list_dir(dir)
@@ -195,6 +205,28 @@ impl SettingsFs for RealFs {
         )?;
         rustix::fs::flock(&fd, FlockOperation::LockExclusive)?;
         Ok(File::from(fd))
+    }
+
+    fn read_note(&self, lock: &File) -> io::Result<Vec<u8>> {
+        let mut note = vec![0u8; crate::store::NOTE_MAX];
+        let mut len = 0;
+        while let Some(rest) = note.get_mut(len..).filter(|r| !r.is_empty()) {
+            match lock.read_at(rest, len as u64)? {
+                0 => break,
+                n => len += n,
+            }
+        }
+        note.truncate(len);
+        Ok(note)
+    }
+
+    fn write_note(&self, lock: &File, note: &[u8]) -> io::Result<()> {
+        lock.write_all_at(note, 0)?;
+        // Notes have one length: the truncation (a journalled change) is rarely needed.
+        if lock.metadata()?.len() > note.len() as u64 {
+            lock.set_len(note.len() as u64)?;
+        }
+        Ok(())
     }
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {

@@ -115,6 +115,7 @@ mod effective;
 mod error;
 mod fs;
 mod policy;
+mod revision;
 mod store;
 
 pub use effective::{
@@ -123,5 +124,6 @@ pub use effective::{
 };
 pub use error::Error;
 pub use fs::{Entry, RealFs, SettingsFs, Stat};
-pub use policy::{INBOUND_KEY, InboundPolicy, Revision};
+pub use policy::{INBOUND_KEY, InboundPolicy};
+pub use revision::Revision;
 pub use store::{STALE_TEMP_AGE, SettingsStore, Snapshot};

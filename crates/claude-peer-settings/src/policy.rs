@@ -1,4 +1,4 @@
-//! The values of `crossSessionInbound` and file revisions.
+//! The values of `crossSessionInbound`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -61,69 +61,6 @@ impl FromStr for InboundPolicy {
     }
 }
 
-/// The blake3 hash (64 lower-case hex digits) of a settings file's exact bytes; a missing
-/// file has the revision of empty bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct Revision(String);
-
-impl Revision {
-    /// The revision of `bytes`.
-    #[must_use]
-    pub fn of(bytes: &[u8]) -> Revision {
-        Revision(blake3::hash(bytes).to_hex().to_string())
-    }
-
-    /// The revision of the concatenation of `parts`.
-    #[must_use]
-    pub(crate) fn of_parts(parts: &[&[u8]]) -> Revision {
-        let mut hasher = blake3::Hasher::new();
-        for part in parts {
-            hasher.update(part);
-        }
-        Revision(hasher.finalize().to_hex().to_string())
-    }
-
-    /// The 64 hex digits.
-    #[must_use]
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for Revision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl FromStr for Revision {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        if s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            Ok(Revision(s.to_owned()))
-        } else {
-            Err(Error::InvalidRevision {
-                value: s.to_owned(),
-            })
-        }
-    }
-}
-
-impl TryFrom<String> for Revision {
-    type Error = Error;
-    fn try_from(s: String) -> Result<Self, Error> {
-        s.parse()
-    }
-}
-
-impl From<Revision> for String {
-    fn from(r: Revision) -> String {
-        r.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,20 +77,6 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "unknown inbound policy `Hold`, expected accept, hold or refuse"
-        );
-    }
-
-    #[test]
-    fn a_revision_is_the_blake3_hex_of_the_bytes_and_parses_back() {
-        let r = Revision::of(b"");
-        assert_eq!(
-            r.as_str(),
-            "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
-        );
-        assert_eq!(r.as_str().parse::<Revision>().unwrap(), r);
-        assert_eq!(
-            "AF13".parse::<Revision>().unwrap_err().as_str(),
-            "invalid_revision"
         );
     }
 }

@@ -13,15 +13,21 @@ use serde_json::Value;
 use crate::Error;
 use crate::edit::{self, DocError, Scanned, Splice};
 use crate::fs::{Entry, RealFs, SettingsFs};
-use crate::policy::{INBOUND_KEY, InboundPolicy, Revision};
+use crate::policy::{INBOUND_KEY, InboundPolicy};
+use crate::revision::{Hashed, Revision};
 
 /// Temporary files of ours older than this are left-overs of a crashed writer.
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60);
 
-/// From this size on (old or new document), the checks of the old document (expected revision,
-/// full validation) and the hash of the new one run on a helper thread while the temporary file
-/// is written and synced; below it they run inline, as starting a thread costs about as much.
-const PARALLEL_MIN: usize = 64 * 1024;
+/// From this size on (old or new document), a document is big: the checks of the old document
+/// (expected revision, full validation) and the hash of the new one run on a helper thread
+/// while the temporary file is written and synced, and the lock file notes the revisions
+/// validated. Below it the checks run inline and nothing is noted: starting a thread, or the
+/// note's I/O, costs about as much as validating a small document.
+const BIG_DOCUMENT: usize = 64 * 1024;
+
+/// The most a note in the lock file is read of (a revision and a newline).
+pub(crate) const NOTE_MAX: usize = 128;
 
 /// Mode of a settings file this crate creates.
 const NEW_FILE_MODE: u32 = 0o600;
@@ -145,24 +151,56 @@ type EditFn<'a> = &'a dyn Fn(&[u8]) -> Result<(Scanned, Option<Splice>), DocErro
 
 /// The checks an update's old bytes must pass before anything derived from them replaces the
 /// file: the expected revision (a mismatch is a `conflict`), then full validation (with the scan
-/// the edit was computed from, see [`edit::validate`]).
+/// the edit was computed from, see [`edit::validate`]), skipped for the document `validated`
+/// names. Returns their hash.
 fn check_old(
     path: &Path,
     old: &[u8],
     expected: Option<&Revision>,
     scanned: Option<&Scanned>,
-) -> Result<(), Error> {
-    if let Some(expected) = expected {
-        let found = Revision::of(old);
-        if *expected != found {
-            return Err(Error::Conflict {
-                path: path.to_owned(),
-                expected: expected.clone(),
-                found,
-            });
-        }
+    validated: Option<&Revision>,
+) -> Result<Hashed, Error> {
+    let hashed = Hashed::new(old);
+    if let Some(expected) = expected
+        && *expected != hashed.revision
+    {
+        return Err(Error::Conflict {
+            path: path.to_owned(),
+            expected: expected.clone(),
+            found: hashed.revision,
+        });
     }
-    edit::validate(old, scanned).map_err(|e| doc_error(path, e))
+    if validated != Some(&hashed.revision) {
+        edit::validate(old, scanned).map_err(|e| doc_error(path, e))?;
+    }
+    Ok(hashed)
+}
+
+/// What an update checks of the old bytes and the new ones it computed from them: the checks of
+/// [`check_old`], then the revision of the new bytes.
+struct Checks<'a> {
+    path: &'a Path,
+    old: &'a [u8],
+    new: &'a [&'a [u8]],
+    /// How many leading bytes of `old` the new bytes keep.
+    kept: usize,
+    expected: Option<&'a Revision>,
+    scanned: &'a Scanned,
+    validated: Option<&'a Revision>,
+}
+
+impl Checks<'_> {
+    /// The revision of the new bytes, once the old ones passed.
+    fn run(&self) -> Result<Revision, Error> {
+        let old = check_old(
+            self.path,
+            self.old,
+            self.expected,
+            Some(self.scanned),
+            self.validated,
+        )?;
+        Ok(old.edited(self.new, self.kept))
+    }
 }
 
 impl<F: SettingsFs> SettingsStore<F> {
@@ -315,48 +353,57 @@ impl<F: SettingsFs> SettingsStore<F> {
             .create_dir_all(&dir, NEW_DIR_MODE)
             .map_err(|e| self.write_error("create directory", &dir, e))?;
         let lock_path = self.lock_path();
-        let _lock = self
+        let lock = self
             .fs
             .lock(&lock_path)
             .map_err(|e| self.write_error("lock", &lock_path, e))?;
 
         let (mode, old) = self.load_for_update()?;
+        let validated = if old.len() >= BIG_DOCUMENT {
+            self.validated_note(&lock)
+        } else {
+            None
+        };
         let path = self.path.as_path();
         let (scanned, splice) = match edit(&old) {
             // The scan looks at strings and brackets only: the checks give the error to report.
             Err(e) => {
-                check_old(path, &old, expected, None)?;
+                check_old(path, &old, expected, None, None)?;
                 return Err(doc_error(path, e));
             }
             Ok((scanned, None)) => {
-                check_old(path, &old, expected, Some(&scanned))?;
-                let revision = expected.cloned().unwrap_or_else(|| Revision::of(&old));
-                return Ok((mode.is_some(), revision));
+                let hashed = check_old(path, &old, expected, Some(&scanned), validated.as_ref())?;
+                if old.len() >= BIG_DOCUMENT {
+                    self.note_validated(&lock, validated.as_ref(), &hashed.revision);
+                }
+                return Ok((mode.is_some(), hashed.revision));
             }
             Ok((scanned, Some(splice))) => (scanned, splice),
         };
         let new = splice.parts(&old);
+        let checks = Checks {
+            path,
+            old: &old,
+            new: &new,
+            kept: splice.kept(),
+            expected,
+            scanned: &scanned,
+            validated: validated.as_ref(),
+        };
         let new_len: usize = new.iter().map(|p| p.len()).sum();
-        let parallel = old.len().max(new_len) >= PARALLEL_MIN;
-        if !parallel {
-            check_old(path, &old, expected, Some(&scanned))?;
-        }
+        let big = old.len().max(new_len) >= BIG_DOCUMENT;
+        let checked_inline = if big { None } else { Some(checks.run()?) };
 
         self.remove_stale_temps(&dir);
         let (temp_path, mut temp) = self.create_temp(&dir, mode.unwrap_or(NEW_FILE_MODE))?;
         // A big document is checked, and its new revision hashed, on a helper thread while the
         // kernel writes and syncs the temporary file; the rename waits for both.
-        let (result, revision) = std::thread::scope(|scope| {
-            let helper = parallel
+        let result = std::thread::scope(|scope| {
+            let helper = big
                 .then(|| {
-                    let (old, new, scanned) = (&old, &new, &scanned);
+                    let checks = &checks;
                     std::thread::Builder::new()
-                        .spawn_scoped(scope, move || {
-                            // Checking and hashing together take less time than the write
-                            // and its fsync, so one helper thread covers both.
-                            let checked = check_old(path, old, expected, Some(scanned));
-                            (checked, Revision::of_parts(new))
-                        })
+                        .spawn_scoped(scope, move || checks.run())
                         .ok()
                 })
                 .flatten();
@@ -366,30 +413,54 @@ impl<F: SettingsFs> SettingsStore<F> {
                 .map_err(|e| self.write_error("write", &temp_path, e));
             let joined = helper.and_then(|h| h.join().ok());
             // Small (checked above), or the helper could not start or failed: inline.
-            let (checked, revision) = joined.unwrap_or_else(|| {
-                let checked = if parallel {
-                    check_old(path, &old, expected, Some(&scanned))
-                } else {
-                    Ok(())
-                };
-                (checked, Revision::of_parts(&new))
-            });
-            let result = checked
-                .and(written)
-                .and_then(|()| self.compare_and_rename(&temp_path, mode.map(|_| &old[..])));
-            (result, revision)
+            let checked = match (checked_inline, joined) {
+                (Some(revision), _) => Ok(revision),
+                (None, Some(checked)) => checked,
+                (None, None) => checks.run(),
+            };
+            let revision = checked?;
+            written?;
+            self.compare_and_rename(&temp_path, mode.map(|_| &old[..]))?;
+            Ok::<_, Error>(revision)
         });
         drop(temp);
-        if result.is_err() {
-            // Best effort; after a failed rename it may already be gone.
-            let _ = self.fs.remove(&temp_path);
-        }
-        result?;
+        let revision = match result {
+            Ok(revision) => revision,
+            Err(e) => {
+                // Best effort; after a failed rename it may already be gone.
+                let _ = self.fs.remove(&temp_path);
+                return Err(e);
+            }
+        };
         self.fs.sync_dir(&dir).map_err(|source| Error::NotDurable {
             path: self.path.clone(),
             source,
         })?;
+        if big {
+            self.note_validated(&lock, validated.as_ref(), &revision);
+        }
         Ok((true, revision))
+    }
+
+    /// The revision the lock file notes as validated: the last document our writers wrote or
+    /// fully validated. An update that finds exactly that document again does not validate it
+    /// again (for a big file, most of the work). The note names bytes, not the file: it stays
+    /// true whatever the file holds later, and a missing, torn or foreign note only costs a
+    /// full validation.
+    fn validated_note(&self, lock: &F::Lock) -> Option<Revision> {
+        let note = self.fs.read_note(lock).ok()?;
+        std::str::from_utf8(&note)
+            .ok()?
+            .strip_suffix('\n')?
+            .parse()
+            .ok()
+    }
+
+    /// Notes `revision` as validated in the lock file, unless it already is; best effort.
+    fn note_validated(&self, lock: &F::Lock, noted: Option<&Revision>, revision: &Revision) {
+        if noted != Some(revision) {
+            let _ = self.fs.write_note(lock, format!("{revision}\n").as_bytes());
+        }
     }
 
     fn create_temp(&self, dir: &Path, mode: u32) -> Result<(PathBuf, F::Temp), Error> {
@@ -477,6 +548,27 @@ mod tests {
         ] {
             assert!(!is_our_temp(OsStr::new(other), f), "{other}");
         }
+    }
+
+    #[test]
+    fn validation_is_skipped_for_exactly_the_noted_bytes_and_never_the_expected_revision() {
+        let path = Path::new("settings.json");
+        let invalid = b"{\"a\": tru}";
+        let noted = Revision::of(invalid);
+        let other = Revision::of(b"{}");
+        let check = |expected, validated| {
+            check_old(path, invalid, expected, None, validated).map(|h| h.revision)
+        };
+        assert_eq!(check(None, Some(&noted)).unwrap(), noted);
+        assert_eq!(
+            check(None, Some(&other)).unwrap_err().as_str(),
+            "invalid_json"
+        );
+        assert_eq!(check(None, None).unwrap_err().as_str(), "invalid_json");
+        assert_eq!(
+            check(Some(&other), Some(&noted)).unwrap_err().as_str(),
+            "conflict"
+        );
     }
 
     #[test]

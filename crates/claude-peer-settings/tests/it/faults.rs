@@ -89,6 +89,14 @@ impl SettingsFs for FaultFs {
         RealFs.lock(path)
     }
 
+    fn read_note(&self, lock: &File) -> io::Result<Vec<u8>> {
+        RealFs.read_note(lock)
+    }
+
+    fn write_note(&self, lock: &File, note: &[u8]) -> io::Result<()> {
+        RealFs.write_note(lock, note)
+    }
+
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         RealFs.list_dir(dir)
     }
@@ -252,6 +260,14 @@ impl SettingsFs for RecordingFs {
     fn lock(&self, path: &Path) -> io::Result<File> {
         RealFs.lock(path)
     }
+    fn read_note(&self, lock: &File) -> io::Result<Vec<u8>> {
+        self.op("read_note");
+        RealFs.read_note(lock)
+    }
+    fn write_note(&self, lock: &File, note: &[u8]) -> io::Result<()> {
+        self.op("write_note");
+        RealFs.write_note(lock, note)
+    }
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         RealFs.list_dir(dir)
     }
@@ -341,7 +357,7 @@ fn a_big_invalid_document_caught_by_the_parallel_validation_is_not_written_and_l
                 // The temporary file was written while validating, then removed, never renamed.
                 assert_eq!(
                     *fs.ops.borrow(),
-                    ["load", "create_temp", "write_temp", "remove"],
+                    ["load", "read_note", "create_temp", "write_temp", "remove"],
                     "{flaw:?}"
                 );
             }
@@ -360,6 +376,57 @@ fn a_big_invalid_document_caught_by_the_parallel_validation_is_not_written_and_l
     assert!(err.to_string().contains("invalid UTF-8"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), invalid);
     assert!(temps_in(dir.path()).is_empty());
+}
+
+/// The note our writers leave in the lock file.
+fn note_of(store: &SettingsStore<impl SettingsFs>) -> String {
+    std::fs::read_to_string(store.lock_path()).unwrap()
+}
+
+#[test]
+fn the_lock_file_notes_the_revision_written_and_another_writers_document_is_validated_again() {
+    let valid = big_settings_with("");
+    let (_dir, path) = home_with(&valid);
+    let store = SettingsStore::new(&path);
+    let written = store.set_inbound(InboundPolicy::Refuse, None).unwrap();
+    assert_eq!(note_of(&store), format!("{}\n", written.revision));
+    // Setting the value the file holds writes nothing and leaves the note as it was.
+    store.set_inbound(InboundPolicy::Refuse, None).unwrap();
+    assert_eq!(note_of(&store), format!("{}\n", written.revision));
+
+    // Another writer replaces the document with an invalid one of the same length: the note
+    // names other bytes, so the update validates them and refuses.
+    let mut invalid = std::fs::read(&path).unwrap();
+    let at = invalid.len() / 2;
+    let quote = at + invalid[at..].iter().position(|&b| b == b'"').unwrap();
+    invalid[quote] = b'x';
+    std::fs::write(&path, &invalid).unwrap();
+    let err = store.set_inbound(InboundPolicy::Hold, None).unwrap_err();
+    assert_eq!(err.as_str(), "invalid_json", "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), invalid);
+    assert_eq!(note_of(&store), format!("{}\n", written.revision));
+}
+
+#[test]
+fn a_torn_or_foreign_note_only_costs_a_full_validation() {
+    let invalid = big_settings_with("      tru,\n");
+    let revision = claude_peer_settings::Revision::of(&invalid);
+    let torn = &revision.as_str()[..40];
+    for note in [
+        String::new(),
+        torn.to_owned(),
+        format!("{revision}"),
+        format!("{revision}\n\n"),
+        format!("{}\n", revision.as_str().to_uppercase()),
+        "not a note at all\n".repeat(20),
+    ] {
+        let (_dir, path) = home_with(&invalid);
+        let store = SettingsStore::new(&path);
+        std::fs::write(store.lock_path(), &note).unwrap();
+        let err = store.set_inbound(InboundPolicy::Hold, None).unwrap_err();
+        assert_eq!(err.as_str(), "invalid_json", "{note:?}: {err}");
+        assert_eq!(std::fs::read(&path).unwrap(), invalid, "{note:?}");
+    }
 }
 
 #[test]
