@@ -37,7 +37,8 @@
 //!
 //! 1. create the settings directory if missing (mode 0700, missing ancestors too);
 //! 2. take an exclusive `flock` on `.<file name>.claude-peers.lock` beside the file, so the
-//!    writers of this project never lose each other's updates (the lock file stays in place);
+//!    writers of this project never lose each other's updates (the lock file stays in place,
+//!    holding the note of step 7);
 //! 3. read the file without following links: a symbolic link or anything but a regular file
 //!    is refused and left untouched; a missing file is empty bytes, read as `{}`;
 //! 4. find the members the edit needs with a fast structural scan (below) and compute the
@@ -52,7 +53,12 @@
 //!    against the expected one, if given (a mismatch is a `conflict`), then their full
 //!    validation with `serde_json`, which must also see exactly the members the scan found;
 //!    and hash the new bytes (the revision returned). A failure removes the temporary file:
-//!    nothing is written;
+//!    nothing is written. For a document of 64 KiB or more, the lock file notes the revision
+//!    of the last document our writers wrote or validated: bytes that hash to it were
+//!    validated before and are not validated again (the note names bytes, not the file, so it
+//!    never goes stale; a missing, torn or foreign note costs a full validation). The new
+//!    revision is hashed from the kept 64 KiB slices' BLAKE3 chaining values plus the bytes
+//!    from the edit on, not from scratch;
 //! 8. compare the file once more with the bytes of step 3 (through a buffer, without
 //!    following links): writers that take no lock (Claude Code itself) are caught here as a
 //!    `conflict`, and the temporary file is removed;
