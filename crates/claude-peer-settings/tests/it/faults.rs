@@ -393,6 +393,15 @@ fn the_lock_file_notes_the_revision_written_and_another_writers_document_is_vali
     // Setting the value the file holds writes nothing and leaves the note as it was.
     store.set_inbound(InboundPolicy::Refuse, None).unwrap();
     assert_eq!(note_of(&store), format!("{}\n", written.revision));
+    // An update of the noted document (not validated again) is the same minimal edit, and its
+    // revision, hashed from the kept slices, is the file's.
+    let back = store
+        .set_inbound(InboundPolicy::Hold, Some(&written.revision))
+        .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), valid);
+    assert_eq!(back.revision, claude_peer_settings::Revision::of(&valid));
+    assert_eq!(note_of(&store), format!("{}\n", back.revision));
+    let written = store.set_inbound(InboundPolicy::Refuse, None).unwrap();
 
     // Another writer replaces the document with an invalid one of the same length: the note
     // names other bytes, so the update validates them and refuses.
