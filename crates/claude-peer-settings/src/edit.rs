@@ -8,6 +8,7 @@
 //! bytes into the original ones and never re-serializes the document.
 
 use std::fmt;
+use std::ops::Range;
 
 use serde::Deserialize as _;
 use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
@@ -502,28 +503,37 @@ pub(crate) fn validate(bytes: &[u8], scanned: Option<&Scanned>) -> Result<(), Do
     let Some(scanned) = scanned else {
         return Ok(());
     };
-    let start = skip_ws(bytes, 0);
     let Some(raw) = parsed else {
         return match scanned.braces {
             None => Ok(()),
-            Some(_) => Err(bad(start)),
+            Some(_) => Err(bad(skip_ws(bytes, 0))),
         };
     };
-    let skipped = raw.len().checked_sub(scanned.members.len());
+    let base = bytes.as_ptr().addr();
+    let seen: Vec<(&str, Range<usize>)> = raw
+        .iter()
+        .map(|(key, value)| {
+            let at = value.get().as_ptr().addr().wrapping_sub(base);
+            (key.as_str(), at..at.wrapping_add(value.get().len()))
+        })
+        .collect();
+    agrees(bytes, scanned, &seen)
+}
+
+/// Whether `seen`, the members of an object as a full parse saw them (decoded keys, value
+/// spans), are the scanned ones: all of them for a complete scan, else the last ones.
+fn agrees(bytes: &[u8], scanned: &Scanned, seen: &[(&str, Range<usize>)]) -> Result<(), DocError> {
+    let start = skip_ws(bytes, 0);
+    let skipped = seen.len().checked_sub(scanned.members.len());
     if scanned.braces.is_none_or(|(open, _)| open != start)
         || skipped.is_none()
         || (scanned.complete && skipped != Some(0))
     {
         return Err(bad(start));
     }
-    let base = bytes.as_ptr().addr();
-    let tail = raw.get(skipped.unwrap_or_default()..).unwrap_or_default();
+    let tail = seen.get(skipped.unwrap_or_default()..).unwrap_or_default();
     for ((key, value), m) in tail.iter().zip(&scanned.members) {
-        let offset = value.get().as_ptr().addr().checked_sub(base);
-        if *key != m.key
-            || offset != Some(m.value_start)
-            || m.value_start + value.get().len() != m.value_end
-        {
+        if *key != m.key || *value != (m.value_start..m.value_end) {
             return Err(bad(m.value_start));
         }
     }
