@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, IoSlice, Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, FileExt as _};
 use std::path::Path;
 use std::time::SystemTime;
@@ -39,7 +39,7 @@ pub struct Stat {
 }
 
 /// The operations a [`crate::SettingsStore`] performs, in the order an update uses them:
-/// `create_dir_all`, `lock`, `load`, `read_note`, `list_dir`/`stat`/`remove` (stale temporary
+/// `lock` (`create_dir_all` first when that fails as the directory is missing), `load`, `read_note`, `list_dir`/`stat`/`remove` (stale temporary
 /// files), `create_temp`, `write_temp`, `holds`, `rename`, `sync_dir`, `write_note` (`remove`
 /// again for a temporary file that is not renamed).
 pub trait SettingsFs {
@@ -180,9 +180,9 @@ impl SettingsFs for RealFs {
             FileType::RegularFile => {}
             other => return Ok(Entry::Other(kind_name(other))),
         }
-        let mut file = File::from(fd);
         let mut bytes = Vec::with_capacity(usize::try_from(stat.st_size).unwrap_or(0));
-        file.read_to_end(&mut bytes)?;
+        // Through `Take`: the size is known, std's own probing of it would be two more calls.
+        File::from(fd).take(u64::MAX).read_to_end(&mut bytes)?;
         Ok(Entry::Regular {
             bytes,
             mode: stat.st_mode & 0o7777,
@@ -258,8 +258,15 @@ impl SettingsFs for RealFs {
     }
 
     fn write_temp(&self, temp: &mut File, parts: &[&[u8]]) -> io::Result<()> {
-        for part in parts {
-            temp.write_all(part)?;
+        let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+        let mut rest = &mut slices[..];
+        while !rest.is_empty() {
+            match temp.write_vectored(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => IoSlice::advance_slices(&mut rest, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
         temp.sync_all()
     }

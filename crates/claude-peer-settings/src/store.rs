@@ -349,14 +349,18 @@ impl<F: SettingsFs> SettingsStore<F> {
         edit: EditFn<'_>,
     ) -> Result<(bool, Revision), Error> {
         let dir = self.dir();
-        self.fs
-            .create_dir_all(&dir, NEW_DIR_MODE)
-            .map_err(|e| self.write_error("create directory", &dir, e))?;
         let lock_path = self.lock_path();
-        let lock = self
-            .fs
-            .lock(&lock_path)
-            .map_err(|e| self.write_error("lock", &lock_path, e))?;
+        // The directory is created only when the lock file cannot be, as it is missing.
+        let lock = match self.fs.lock(&lock_path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.fs
+                    .create_dir_all(&dir, NEW_DIR_MODE)
+                    .map_err(|e| self.write_error("create directory", &dir, e))?;
+                self.fs.lock(&lock_path)
+            }
+            locked => locked,
+        }
+        .map_err(|e| self.write_error("lock", &lock_path, e))?;
 
         let (mode, old) = self.load_for_update()?;
         let validated = if old.len() >= BIG_DOCUMENT {
