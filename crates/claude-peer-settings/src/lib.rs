@@ -121,6 +121,7 @@ mod effective;
 mod error;
 mod fs;
 mod policy;
+mod quick;
 mod revision;
 mod store;
 
