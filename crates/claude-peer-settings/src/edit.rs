@@ -2,8 +2,9 @@
 //!
 //! Pure functions over bytes: no file system. A byte-level scan ([`scan`], or [`scan_tail`]
 //! backwards from the closing brace) finds the byte spans of the top-level members without
-//! validating anything else; [`validate`] checks the whole document with `serde_json` (without
-//! building a tree) and that it has exactly the scanned members, and may run in parallel with
+//! validating anything else; [`validate`] checks the whole document (with the conservative
+//! [`quick`] check, else with `serde_json`, never building a tree) and that it has exactly the
+//! scanned members, and may run in parallel with
 //! the write of the edit, but must pass before the edit replaces the file. An edit splices new
 //! bytes into the original ones and never re-serializes the document.
 
@@ -14,6 +15,8 @@ use serde::Deserialize as _;
 use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
+
+use crate::quick;
 
 /// Why a document cannot be edited: the caller turns this into an [`crate::Error`] with the path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -493,12 +496,30 @@ fn parse_members(bytes: &[u8]) -> Result<Option<Vec<(String, &RawValue)>>, DocEr
         .map_err(|e| DocError::InvalidJson(e.to_string()))
 }
 
-/// Validates `bytes` with `serde_json` in one pass: UTF-8, valid JSON, an object at the top
+/// Validates `bytes` in one pass (the [`quick`] check, or `serde_json` when that is not sure):
+/// UTF-8, valid JSON, an object at the top
 /// level (or empty / whitespace-only text). With `scanned`, also checks that `serde_json` sees
 /// exactly the members [`scan`] or [`scan_tail`] found (same decoded keys, same value spans,
 /// and, for a tail, no member after them), so an edit computed from the scan is an edit of
 /// the document `serde_json` (and `JSON.parse`) reads.
 pub(crate) fn validate(bytes: &[u8], scanned: Option<&Scanned>) -> Result<(), DocError> {
+    // The usual document is certainly valid by the quick check, which sees the same members
+    // as `serde_json`; anything it is not sure of goes to `serde_json`.
+    if let Some(members) = quick::members(bytes) {
+        let Some(scanned) = scanned else {
+            return Ok(());
+        };
+        let seen: Option<Vec<(&str, Range<usize>)>> = members
+            .into_iter()
+            .map(|m| {
+                let key = std::str::from_utf8(bytes.get(m.key)?).ok()?;
+                Some((key, m.value))
+            })
+            .collect();
+        if let Some(seen) = seen {
+            return agrees(bytes, scanned, &seen);
+        }
+    }
     let parsed = parse_members(bytes)?;
     let Some(scanned) = scanned else {
         return Ok(());

@@ -51,7 +51,9 @@
 //! 7. meanwhile, on a helper thread for a document of 64 KiB or more (before step 5 for a
 //!    smaller one), check the bytes of step 3: their revision (blake3 of the exact bytes)
 //!    against the expected one, if given (a mismatch is a `conflict`), then their full
-//!    validation with `serde_json`, which must also see exactly the members the scan found;
+//!    validation (a fast, conservative check that hands anything unusual — `\u` escapes,
+//!    long numbers, deep nesting, any doubt — to `serde_json`), which must also see exactly
+//!    the members the scan found;
 //!    and hash the new bytes (the revision returned). A failure removes the temporary file:
 //!    nothing is written. For a document of 64 KiB or more, the lock file notes the revision
 //!    of the last document our writers wrote or validated: bytes that hash to it were

@@ -44,7 +44,6 @@ const SPACES: u64 = LANES_LOW * b' ' as u64;
 /// `Some(members)` only when `bytes` is certainly a JSON text that `serde_json` accepts, whose
 /// top level is an object, and whose top-level members are exactly these, in order, duplicates
 /// included, none of their keys containing a backslash. `None` means "not sure": ask `serde_json`.
-#[allow(dead_code, reason = "called by edit::validate")]
 pub(crate) fn members(bytes: &[u8]) -> Option<Vec<QuickMember>> {
     // Whether a string holds a byte above 0x7F; everything outside strings is checked to be
     // ASCII, so without one the document is ASCII, hence UTF-8, and needs no UTF-8 check.
