@@ -475,7 +475,7 @@ pub(crate) fn scan_tail(bytes: &[u8], key: &str) -> Result<Scanned, DocError> {
 
 /// Parses `bytes` with `serde_json` in one pass: UTF-8, valid JSON, an object at the top level;
 /// its members as decoded keys and raw values. `None` for empty / whitespace-only text.
-fn parse_members(bytes: &[u8]) -> Result<Option<Vec<(String, &RawValue)>>, DocError> {
+pub(crate) fn parse_members(bytes: &[u8]) -> Result<Option<Vec<(String, &RawValue)>>, DocError> {
     let start = skip_ws(bytes, 0);
     if start == bytes.len() {
         return Ok(None);

@@ -410,43 +410,18 @@ fn skip_spaces(bytes: &[u8], mut i: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use std::fmt;
     use std::ops::Range;
 
     use proptest::prelude::*;
-    use serde::de::{Deserializer as _, MapAccess, Visitor};
-    use serde_json::value::RawValue;
     use serde_json::{Map, Value};
 
     use super::{find_special, flagged_lanes, members};
 
-    /// Collects the top-level members as `edit::parse_members` does.
-    struct Members;
-
-    impl<'de> Visitor<'de> for Members {
-        type Value = Vec<(String, &'de RawValue)>;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a JSON object")
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut members = Vec::new();
-            while let Some(member) = map.next_entry::<String, &'de RawValue>()? {
-                members.push(member);
-            }
-            Ok(members)
-        }
-    }
-
-    /// What `serde_json` sees, as `edit::parse_members` runs it: the decoded keys and the
-    /// spans of the raw values; `None` if it rejects the text or its top level is no object.
+    /// What `serde_json` sees, as `edit::validate` runs it: the decoded keys and the spans of
+    /// the raw values; `None` if it rejects the text or its top level is no object.
     fn serde_members(bytes: &[u8]) -> Option<Vec<(String, Range<usize>)>> {
-        let text = std::str::from_utf8(bytes).ok()?;
-        let mut de = serde_json::Deserializer::from_str(text);
-        let members = (&mut de).deserialize_map(Members).ok()?;
-        de.end().ok()?;
-        let base = text.as_ptr().addr();
+        let members = crate::edit::parse_members(bytes).ok()??;
+        let base = bytes.as_ptr().addr();
         Some(
             members
                 .into_iter()
