@@ -3,6 +3,7 @@
 //! The children are this test binary run again with `CHILD_MODE` set, selecting
 //! [`child_writer_runs_only_when_spawned_by_a_process_test`]; run normally, that test does nothing.
 
+use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -162,9 +163,26 @@ fn a_writer_killed_at_random_moments_200_times_always_leaves_one_of_the_values_w
 
 #[test]
 fn eight_concurrent_writers_of_fifty_updates_each_lose_none() {
+    writers_lose_none("{\n  \"theme\": \"dark\",\n  \"crossSessionInbound\": \"hold\"\n}\n");
+}
+
+#[test]
+fn eight_concurrent_writers_of_a_big_document_lose_none() {
+    // Over 64 KiB: checked on a helper thread, noted in the lock file, hashed by slices.
+    let mut base = String::from("{\n  \"permissions\": {\n    \"allow\": [\n");
+    for i in 0..3_000 {
+        writeln!(base, "      \"Bash(tool-{i:06} --flag:*)\",").unwrap();
+    }
+    base.push_str("      \"Read(//work/**)\"\n    ]\n  },\n  \"theme\": \"dark\",\n  \"crossSessionInbound\": \"hold\"\n}\n");
+    assert!(base.len() > 64 * 1024);
+    writers_lose_none(&base);
+}
+
+/// 8 processes × 50 updates, each setting a distinct key, on a file that starts as `base`
+/// (ending with `"crossSessionInbound": "hold"`).
+fn writers_lose_none(base: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("settings.json");
-    let base = "{\n  \"theme\": \"dark\",\n  \"crossSessionInbound\": \"hold\"\n}\n";
     std::fs::write(&path, base).unwrap();
     let children: Vec<_> = (0..8)
         .map(|writer| spawn_child("distinct-keys", &path, writer))
@@ -186,6 +204,7 @@ fn eight_concurrent_writers_of_fifty_updates_each_lose_none() {
         400,
         "our own writers never conflict: they share a lock"
     );
+    let start: Value = serde_json::from_str(base).unwrap();
     let end: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     for key in &succeeded {
         assert!(
@@ -193,13 +212,18 @@ fn eight_concurrent_writers_of_fifty_updates_each_lose_none() {
             "{key} reported success and is present"
         );
     }
-    assert_eq!(end["crossSessionInbound"], "hold");
-    assert_eq!(end["theme"], "dark");
-    assert_eq!(end.as_object().unwrap().len(), 402);
+    for (key, value) in start.as_object().unwrap() {
+        assert_eq!(&end[key], value, "{key} is unchanged");
+    }
+    assert_eq!(
+        end.as_object().unwrap().len(),
+        start.as_object().unwrap().len() + 400
+    );
+    let kept = base.strip_suffix("\n}\n").unwrap();
     assert!(
-        std::fs::read_to_string(&path).unwrap().starts_with(
-            "{\n  \"theme\": \"dark\",\n  \"crossSessionInbound\": \"hold\",\n  \"writer"
-        ),
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .starts_with(&format!("{kept},\n  \"writer")),
         "the original members keep their place and layout"
     );
     assert!(temps_in(dir.path()).is_empty());
