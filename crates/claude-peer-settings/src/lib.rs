@@ -81,9 +81,9 @@
 //! top-level member it needs: setting a key scans backwards from the closing brace and stops at
 //! the key's last occurrence (the one `JSON.parse` honours), so members before it, however
 //! big, are not walked; removing a key scans every member. The scan does not validate: the
-//! document is validated with `serde_json` in one pass (step 7), which must be UTF-8, valid
-//! JSON with an object at the top level (otherwise the update is refused, the file untouched)
-//! and have exactly the scanned members at the scanned spans. The new bytes are spliced into
+//! document is validated in one pass (step 7): it must be UTF-8, valid JSON with an object at
+//! the top level (otherwise the update is refused, the file untouched) and have exactly the
+//! scanned members at the scanned spans. The new bytes are spliced into
 //! the original ones; the document is never re-serialized (the new file is written as three
 //! slices: the bytes before the member, the new member bytes, the bytes after it), so key
 //! order, indentation, spacing, number spellings, escapes and a final newline (or its absence)
