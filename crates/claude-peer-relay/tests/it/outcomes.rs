@@ -5,7 +5,7 @@ use std::fs;
 use claude_peer_relay::{CommandRelay, Error, Inbound, MAX_MESSAGE_BYTES};
 use serde_json::json;
 
-use crate::support::{World, quoted, refusal};
+use crate::support::{World, quoted};
 
 /// A relay that saves its stdin and environment, then confirms with a detail.
 fn recording_relay(world: &World) -> CommandRelay {
@@ -116,21 +116,14 @@ fn a_refusing_session_is_refused_as_inbound_refused_and_the_relay_never_starts()
     let mut world = World::new();
     world.user_policy(Some("refuse"));
     let live = world.session("refuse-1", "refuser");
-    let (relay, marker) = world.marker_relay();
+    let (kind, message) = world.refused(&live.id);
 
-    let err = world
-        .courier()
-        .deliver(&world.home, &live.id, "hello", &relay)
-        .unwrap_err();
-
-    let (kind, message) = refusal(&err);
     assert_eq!(kind, "inbound_refused");
     assert!(message.contains("refuse"), "{message}");
     assert!(
         message.contains(&world.home.user_settings().display().to_string()),
         "the refusal names the file that refuses: {message}"
     );
-    assert!(!marker.exists(), "the relay was never started");
 }
 
 #[test]
@@ -144,15 +137,9 @@ fn a_project_setting_can_refuse_even_when_the_user_accepts() {
         json!({ "crossSessionInbound": "refuse" }).to_string(),
     )
     .unwrap();
-    let (relay, marker) = world.marker_relay();
+    let (kind, _) = world.refused(&live.id);
 
-    let err = world
-        .courier()
-        .deliver(&world.home, &live.id, "hello", &relay)
-        .unwrap_err();
-
-    assert_eq!(refusal(&err).0, "inbound_refused");
-    assert!(!marker.exists(), "the relay was never started");
+    assert_eq!(kind, "inbound_refused");
 }
 
 #[test]
@@ -165,17 +152,10 @@ fn managed_settings_at_the_injected_path_outrank_the_user() {
     )
     .unwrap();
     let live = world.session("managed-1", "managed");
-    let (relay, marker) = world.marker_relay();
+    let (kind, message) = world.refused(&live.id);
 
-    let err = world
-        .courier()
-        .deliver(&world.home, &live.id, "hello", &relay)
-        .unwrap_err();
-
-    let (kind, message) = refusal(&err);
     assert_eq!(kind, "inbound_refused");
     assert!(message.contains("managed"), "{message}");
-    assert!(!marker.exists(), "the relay was never started");
 }
 
 #[test]
@@ -187,17 +167,10 @@ fn a_settings_file_that_does_not_parse_refuses_because_the_policy_is_in_doubt() 
     )
     .unwrap();
     let live = world.session("doubt-1", "doubt");
-    let (relay, marker) = world.marker_relay();
+    let (kind, message) = world.refused(&live.id);
 
-    let err = world
-        .courier()
-        .deliver(&world.home, &live.id, "hello", &relay)
-        .unwrap_err();
-
-    let (kind, message) = refusal(&err);
     assert_eq!(kind, "inbound_refused");
     assert!(message.contains("cannot be told"), "{message}");
-    assert!(!marker.exists(), "the relay was never started");
 }
 
 #[test]
@@ -205,15 +178,9 @@ fn an_unknown_session_id_is_not_live() {
     let mut world = World::new();
     world.user_policy(Some("accept"));
     world.session("someone-else", "other");
-    let (relay, marker) = world.marker_relay();
+    let (kind, _) = world.refused("no-such-session");
 
-    let err = world
-        .courier()
-        .deliver(&world.home, "no-such-session", "hello", &relay)
-        .unwrap_err();
-
-    assert_eq!(refusal(&err).0, "not_live");
-    assert!(!marker.exists(), "the relay was never started");
+    assert_eq!(kind, "not_live");
 }
 
 #[test]
@@ -222,17 +189,10 @@ fn a_session_whose_process_has_exited_is_not_live() {
     world.user_policy(Some("accept"));
     let live = world.session("crashed-1", "crashed");
     world.kill(&live);
-    let (relay, marker) = world.marker_relay();
+    let (kind, message) = world.refused(&live.id);
 
-    let err = world
-        .courier()
-        .deliver(&world.home, &live.id, "hello", &relay)
-        .unwrap_err();
-
-    let (kind, message) = refusal(&err);
     assert_eq!(kind, "not_live");
     assert!(message.contains(&live.pid.to_string()), "{message}");
-    assert!(!marker.exists(), "the relay was never started");
 }
 
 #[test]
@@ -245,15 +205,9 @@ fn a_live_session_without_a_messaging_socket_is_not_addressable() {
         .unwrap()
         .remove("messagingSocketPath");
     world.write_record(&live);
-    let (relay, marker) = world.marker_relay();
+    let (kind, _) = world.refused(&live.id);
 
-    let err = world
-        .courier()
-        .deliver(&world.home, &live.id, "hello", &relay)
-        .unwrap_err();
-
-    assert_eq!(refusal(&err).0, "not_addressable");
-    assert!(!marker.exists(), "the relay was never started");
+    assert_eq!(kind, "not_addressable");
 }
 
 #[test]
@@ -262,20 +216,13 @@ fn two_live_sessions_sharing_a_name_refuse_as_identity_mismatch() {
     world.user_policy(Some("accept"));
     let first = world.session("twin-1", "repo-ab");
     let second = world.session("twin-2", "repo-ab");
-    let (relay, marker) = world.marker_relay();
+    let (kind, message) = world.refused(&first.id);
 
-    let err = world
-        .courier()
-        .deliver(&world.home, &first.id, "hello", &relay)
-        .unwrap_err();
-
-    let (kind, message) = refusal(&err);
     assert_eq!(kind, "identity_mismatch");
     assert!(
         message.contains(&second.pid.to_string()),
         "the refusal names the other holder: {message}"
     );
-    assert!(!marker.exists(), "the relay was never started");
 }
 
 #[test]

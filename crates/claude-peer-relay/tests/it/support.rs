@@ -181,6 +181,19 @@ impl World {
         );
         (CommandRelay::new(script), marker)
     }
+
+    /// Sends `hello` to `id` through a relay that leaves a marker if it starts: the refusal's
+    /// wire name and message, once it is checked that the relay never started.
+    pub(crate) fn refused(&self, id: &str) -> (&'static str, String) {
+        let (relay, marker) = self.marker_relay();
+        let err = self
+            .courier()
+            .deliver(&self.home, id, "hello", &relay)
+            .unwrap_err();
+        assert!(!marker.exists(), "the relay was never started");
+        let (kind, message) = refusal(&err);
+        (kind, message.to_owned())
+    }
 }
 
 /// `path` single-quoted for a shell script (temporary paths hold no quotes).
