@@ -46,6 +46,18 @@ pub enum Error {
         /// The value's JSON text, as written in the file.
         value: String,
     },
+    /// The file is over [`crate::MAX_SETTINGS_BYTES`]; it was not read (beyond the limit).
+    #[error(
+        "refusing `{path}`: it is {size} bytes, over the {limit} bytes a settings file may have"
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size in bytes (at least this much).
+        size: u64,
+        /// [`crate::MAX_SETTINGS_BYTES`].
+        limit: u64,
+    },
     /// The settings path is a symbolic link; it and its target were left untouched.
     #[error("refusing to update `{path}`: it is a symbolic link")]
     Symlink {
@@ -113,6 +125,7 @@ impl Error {
             Error::InvalidJson { .. } => "invalid_json",
             Error::NotAnObject { .. } => "not_an_object",
             Error::InvalidValue { .. } => "invalid_value",
+            Error::TooLarge { .. } => "too_large",
             Error::Symlink { .. } => "symlink",
             Error::NotRegularFile { .. } => "not_a_regular_file",
             Error::Conflict { .. } => "conflict",

@@ -10,6 +10,11 @@ use std::time::SystemTime;
 
 use rustix::fs::{CWD, FileType, FlockOperation, Mode, OFlags};
 
+/// The largest settings file read, in bytes. Claude Code's own settings are kilobytes; the
+/// limit bounds what a file (a repository's `.claude/settings.json` among them) can make us
+/// read into memory. A bigger file is refused unread.
+pub const MAX_SETTINGS_BYTES: u64 = 16 * 1024 * 1024;
+
 /// What is at a path, looked at without following a final symbolic link (except where
 /// [`SettingsFs::load`] is asked to follow).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +27,11 @@ pub enum Entry {
         bytes: Vec<u8>,
         /// Permission bits (`st_mode & 0o7777`).
         mode: u32,
+    },
+    /// A regular file over [`MAX_SETTINGS_BYTES`] (its size when seen), not read.
+    TooLarge {
+        /// Its size in bytes, or how much of it was read when it grew past the limit.
+        size: u64,
     },
     /// A symbolic link (only when not following).
     Symlink,
@@ -180,9 +190,20 @@ impl SettingsFs for RealFs {
             FileType::RegularFile => {}
             other => return Ok(Entry::Other(kind_name(other))),
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(stat.st_size).unwrap_or(0));
-        // Through `Take`: the size is known, std's own probing of it would be two more calls.
-        File::from(fd).take(u64::MAX).read_to_end(&mut bytes)?;
+        let size = u64::try_from(stat.st_size).unwrap_or(0);
+        if size > MAX_SETTINGS_BYTES {
+            return Ok(Entry::TooLarge { size });
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        // At most one byte past the limit, for a file that grows while it is read.
+        File::from(fd)
+            .take(MAX_SETTINGS_BYTES + 1)
+            .read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > MAX_SETTINGS_BYTES {
+            return Ok(Entry::TooLarge {
+                size: bytes.len() as u64,
+            });
+        }
         Ok(Entry::Regular {
             bytes,
             mode: stat.st_mode & 0o7777,

@@ -108,7 +108,9 @@
 //! # Reading
 //!
 //! [`SettingsStore::read`] follows a symbolic link (it reports what Claude Code reads); a
-//! file that exists but is empty or whitespace-only reads as `{}`, like a missing one.
+//! file that exists but is empty or whitespace-only reads as `{}`, like a missing one. A file
+//! over [`MAX_SETTINGS_BYTES`] (16 MiB) is refused unread ([`Error::TooLarge`]), by reads and
+//! updates alike.
 //!
 //! # Effective policy
 //!
@@ -132,7 +134,7 @@ pub use effective::{
     SETTINGS_FLAG_NOTE, effective_policy, effective_policy_with,
 };
 pub use error::Error;
-pub use fs::{Entry, RealFs, SettingsFs, Stat};
+pub use fs::{Entry, MAX_SETTINGS_BYTES, RealFs, SettingsFs, Stat};
 pub use policy::{INBOUND_KEY, InboundPolicy};
 pub use revision::Revision;
 pub use store::{STALE_TEMP_AGE, SettingsStore, Snapshot};

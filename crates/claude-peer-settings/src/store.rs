@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::Error;
 use crate::edit::{self, DocError, Scanned, Splice};
-use crate::fs::{Entry, RealFs, SettingsFs};
+use crate::fs::{Entry, MAX_SETTINGS_BYTES, RealFs, SettingsFs};
 use crate::policy::{INBOUND_KEY, InboundPolicy};
 use crate::revision::{Hashed, Revision};
 
@@ -89,11 +89,20 @@ pub(crate) fn inbound_of(path: &Path, bytes: &[u8]) -> Result<Option<InboundPoli
         })
 }
 
+fn too_large(path: &Path, size: u64) -> Error {
+    Error::TooLarge {
+        path: path.to_owned(),
+        size,
+        limit: MAX_SETTINGS_BYTES,
+    }
+}
+
 /// Reads `path` following links, as Claude Code does; a missing file is empty bytes.
 pub(crate) fn read_bytes<F: SettingsFs>(fs: &F, path: &Path) -> Result<Option<Vec<u8>>, Error> {
     match fs.load(path, true) {
         Ok(Entry::Missing) => Ok(None),
         Ok(Entry::Regular { bytes, .. }) => Ok(Some(bytes)),
+        Ok(Entry::TooLarge { size }) => Err(too_large(path, size)),
         Ok(Entry::Symlink) => Err(Error::Symlink {
             path: path.to_owned(),
         }),
@@ -328,6 +337,7 @@ impl<F: SettingsFs> SettingsStore<F> {
         match self.fs.load(&self.path, false) {
             Ok(Entry::Missing) => Ok((None, Vec::new())),
             Ok(Entry::Regular { bytes, mode }) => Ok((Some(mode), bytes)),
+            Ok(Entry::TooLarge { size }) => Err(too_large(&self.path, size)),
             Ok(Entry::Symlink) => Err(Error::Symlink {
                 path: self.path.clone(),
             }),

@@ -250,6 +250,39 @@ fn a_settings_path_that_is_a_directory_or_a_fifo_is_refused() {
 }
 
 #[test]
+fn a_settings_file_over_the_limit_is_refused_unread_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("settings.json");
+    // Sparse: 1 GiB that would take a second and a gigabyte of memory to read.
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(1 << 30).unwrap();
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let store = SettingsStore::new(&path);
+    let err = store.read().unwrap_err();
+    assert_eq!(err.as_str(), "too_large");
+    assert!(
+        err.to_string().contains(&path.display().to_string())
+            && err
+                .to_string()
+                .contains("1073741824 bytes, over the 16777216 bytes"),
+        "{err}"
+    );
+    let err = store.set_inbound(InboundPolicy::Hold, None).unwrap_err();
+    assert_eq!(err.as_str(), "too_large");
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!((meta.len(), meta.modified().unwrap()), (1 << 30, modified));
+    assert!(temps_in(dir.path()).is_empty());
+
+    // The limit itself is read.
+    let mut at_limit = b"{\"a\": \"".to_vec();
+    let limit = usize::try_from(claude_peer_settings::MAX_SETTINGS_BYTES).unwrap();
+    at_limit.resize(limit - 2, b'x');
+    at_limit.extend_from_slice(b"\"}");
+    std::fs::write(&path, &at_limit).unwrap();
+    assert_eq!(store.read().unwrap().inbound, None);
+}
+
+#[test]
 fn invalid_json_and_a_non_object_are_refused_with_the_file_unchanged() {
     for (bytes, kind, message_part) in [
         (

@@ -150,6 +150,25 @@ fn project_layers_can_only_make_it_stricter() {
 }
 
 #[test]
+fn a_project_layer_over_the_size_limit_is_an_error_not_read() {
+    let l = Layers::new();
+    l.set(Layer::User, "\"accept\"");
+    let file = std::fs::File::create(l.path(Layer::Project)).unwrap();
+    file.set_len(1 << 30).unwrap();
+    let report = l.report();
+    assert!(!report.complete);
+    let project = report
+        .layers
+        .iter()
+        .find(|r| r.layer == Layer::Project)
+        .unwrap();
+    let LayerState::Error { kind, .. } = &project.state else {
+        panic!("{project:?}");
+    };
+    assert_eq!(*kind, "too_large");
+}
+
+#[test]
 fn an_unreadable_layer_is_reported_and_makes_the_report_incomplete() {
     let l = Layers::new();
     l.write(Layer::Managed, "{not json")
