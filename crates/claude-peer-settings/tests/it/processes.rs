@@ -94,17 +94,42 @@ fn child_writer_runs_only_when_spawned_by_a_process_test() {
 
 const CRASH_BASE: &str = "{\n  \"theme\": \"dark\",\n  \"crossSessionInbound\": \"accept\",\n  \"counter\": 0,\n  \"big\": 123456789012345678901,\n  \"spelled\": 1e3\n}\n";
 
-fn crash_doc(policy: InboundPolicy, counter: u64) -> String {
-    CRASH_BASE
-        .replace("\"accept\"", &format!("\"{policy}\""))
+fn crash_doc(base: &str, policy: InboundPolicy, counter: u64) -> String {
+    base.replace("\"accept\"", &format!("\"{policy}\""))
         .replace("\"counter\": 0", &format!("\"counter\": {counter}"))
+}
+
+/// A first member of over 64 KiB, so that a document holding it is big: checked on a helper
+/// thread, noted in the lock file, hashed by slices.
+fn big_member() -> String {
+    let mut member = String::from("  \"permissions\": {\n    \"allow\": [\n");
+    for i in 0..3_000 {
+        writeln!(member, "      \"Bash(tool-{i:06} --flag:*)\",").unwrap();
+    }
+    member.push_str("      \"Read(//work/**)\"\n    ]\n  },\n");
+    assert!(member.len() > 64 * 1024);
+    member
 }
 
 #[test]
 fn a_writer_killed_at_random_moments_200_times_always_leaves_one_of_the_values_written() {
+    killed_writers_leave_one_of_the_values_written(CRASH_BASE);
+}
+
+#[test]
+fn a_writer_of_a_big_document_killed_200_times_always_leaves_one_of_the_values_written() {
+    killed_writers_leave_one_of_the_values_written(&CRASH_BASE.replacen(
+        "{\n",
+        &format!("{{\n{}", big_member()),
+        1,
+    ));
+}
+
+/// 200 writers, each updating a file that starts as `base` in a loop, killed at random moments.
+fn killed_writers_leave_one_of_the_values_written(base: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("settings.json");
-    std::fs::write(&path, CRASH_BASE).unwrap();
+    std::fs::write(&path, base).unwrap();
     let mut rng = Rng::from_entropy();
     let mut last_counter = 0;
     for kill in 0..200 {
@@ -138,7 +163,7 @@ fn a_writer_killed_at_random_moments_200_times_always_leaves_one_of_the_values_w
         );
         let written = [policy_for(counter), policy_for(counter + 1)]
             .into_iter()
-            .any(|p| bytes == crash_doc(p, counter));
+            .any(|p| bytes == crash_doc(base, p, counter));
         assert!(
             written,
             "kill {kill}: the file is one of the documents written: {bytes:?}"
@@ -168,14 +193,10 @@ fn eight_concurrent_writers_of_fifty_updates_each_lose_none() {
 
 #[test]
 fn eight_concurrent_writers_of_a_big_document_lose_none() {
-    // Over 64 KiB: checked on a helper thread, noted in the lock file, hashed by slices.
-    let mut base = String::from("{\n  \"permissions\": {\n    \"allow\": [\n");
-    for i in 0..3_000 {
-        writeln!(base, "      \"Bash(tool-{i:06} --flag:*)\",").unwrap();
-    }
-    base.push_str("      \"Read(//work/**)\"\n    ]\n  },\n  \"theme\": \"dark\",\n  \"crossSessionInbound\": \"hold\"\n}\n");
-    assert!(base.len() > 64 * 1024);
-    writers_lose_none(&base);
+    writers_lose_none(&format!(
+        "{{\n{}  \"theme\": \"dark\",\n  \"crossSessionInbound\": \"hold\"\n}}\n",
+        big_member()
+    ));
 }
 
 /// 8 processes × 50 updates, each setting a distinct key, on a file that starts as `base`
