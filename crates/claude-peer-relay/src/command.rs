@@ -326,7 +326,10 @@ impl Run {
         }
         let reply = self.stdout.reply.clone();
         match (status.code(), reply) {
-            (Some(0), Some(Reply { sent: true, detail })) => Ok(Confirmation { detail }),
+            (Some(0), Some(Reply { sent: true, detail })) => Ok(Confirmation {
+                detail,
+                ..Confirmation::default()
+            }),
             (
                 Some(0),
                 Some(Reply {

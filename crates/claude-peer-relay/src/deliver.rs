@@ -48,6 +48,10 @@ pub struct Delivered {
     pub policy: EffectivePolicy,
     /// What the relay said about the send.
     pub detail: Option<String>,
+    /// What the receiver did with it, when the relay can tell.
+    pub receipt: Option<crate::Outcome>,
+    /// Claude Code's id of the sent message, when the relay knows it.
+    pub msg_id: Option<String>,
 }
 
 /// Delivers messages: resolves the target, checks its inbound policy, confirms it again
@@ -245,7 +249,7 @@ impl<P: ProcessTable, F: RegistryFs> Prepared<'_, P, F> {
     /// The address the relay would be handed if nothing changes before the hand-over.
     #[must_use]
     pub fn target(&self) -> Option<Target> {
-        Target::of(&self.session)
+        Target::of(&self.home, &self.session)
     }
 
     /// Confirms that the same pid, with the same start token, still runs the same
@@ -264,7 +268,7 @@ impl<P: ProcessTable, F: RegistryFs> Prepared<'_, P, F> {
         } else {
             self.courier.inbound(&self.home, &session)?
         };
-        let Some(target) = Target::of(&session) else {
+        let Some(target) = Target::of(&self.home, &session) else {
             // `confirm` and `inbound` refuse everything `Target::of` rejects.
             return Err(Error::refused(
                 RefusalKind::NotAddressable,
@@ -283,14 +287,17 @@ impl<P: ProcessTable, F: RegistryFs> Prepared<'_, P, F> {
                 inbound,
                 policy,
                 detail: confirmation.detail,
+                receipt: confirmation.receipt,
+                msg_id: confirmation.msg_id,
             }),
-            Err(failure) => Err(Error::refused(
+            Err(failure) if failure.kind() == RefusalKind::DeliveryFailed => Err(Error::refused(
                 RefusalKind::DeliveryFailed,
                 format!(
                     "the relay did not confirm the send to session {} (pid {}): {failure}",
                     target.session_id, target.pid
                 ),
             )),
+            Err(failure) => Err(Error::refused(failure.kind(), failure.message().to_owned())),
         }
     }
 }

@@ -59,10 +59,17 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod claude;
 mod command;
 mod deliver;
+pub mod endpoint;
 mod error;
+pub mod hook;
 mod relay;
+mod stream;
+
+pub use claude::{ClaudeRelay, DEFAULT_RECEIPT_WINDOW, DEFAULT_SENDER_NAME, default_sender_home};
+pub use stream::Outcome;
 
 pub use command::{
     CommandRelay, DEFAULT_TIMEOUT, ENV_CWD, ENV_NAME, ENV_PID, ENV_SESSION_ID, ENV_SOCKET,

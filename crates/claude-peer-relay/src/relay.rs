@@ -3,8 +3,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use claude_peer_registry::Pid;
-use claude_peer_resolve::Session;
+use claude_peer_registry::{ClaudeHome, Pid};
+use claude_peer_resolve::{RefusalKind, Session};
+
+use crate::Outcome;
 
 /// The address of the one session a message goes to, as handed to a relay.
 ///
@@ -23,12 +25,17 @@ pub struct Target {
     pub socket: PathBuf,
     /// Its working directory.
     pub cwd: PathBuf,
+    /// The start token its record names (`procStart`), when it names one.
+    pub proc_start: Option<String>,
+    /// The Claude home whose registry lists it, where a last check can find it again.
+    pub home: PathBuf,
 }
 
 impl Target {
-    /// The target of a live, addressable session with an absolute cwd; `None` otherwise.
+    /// The target of a live, addressable session of `home` with an absolute cwd; `None`
+    /// otherwise.
     #[must_use]
-    pub fn of(session: &Session) -> Option<Self> {
+    pub fn of(home: &ClaudeHome, session: &Session) -> Option<Self> {
         let record = session.record.as_ref()?;
         let cwd = PathBuf::from(record.cwd.as_deref()?);
         if !cwd.is_absolute() || !session.is_live() || !session.addressability.is_addressable() {
@@ -40,6 +47,8 @@ impl Target {
             pid: session.pid?,
             socket: PathBuf::from(record.messaging_socket_path.as_deref()?),
             cwd,
+            proc_start: record.start_token().map(str::to_owned),
+            home: home.root().to_path_buf(),
         })
     }
 }
@@ -49,20 +58,39 @@ impl Target {
 pub struct Confirmation {
     /// What the relay said about the send, if anything.
     pub detail: Option<String>,
+    /// What the receiver did with it, when the relay can tell ([`Outcome::Accepted`] or
+    /// [`Outcome::Held`]); `None` for a relay that cannot see receipts.
+    pub receipt: Option<Outcome>,
+    /// Claude Code's id of the sent message, when the relay knows it.
+    pub msg_id: Option<String>,
 }
 
 /// A relay's failure to confirm a send, in its own words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RelayFailure {
+    kind: RefusalKind,
     message: String,
 }
 
 impl RelayFailure {
-    /// A failure saying `message`.
+    /// A failure saying `message`: the refusal `delivery_failed`.
     pub fn new(message: impl Into<String>) -> Self {
+        Self::refused(RefusalKind::DeliveryFailed, message)
+    }
+
+    /// A refusal the relay learned of itself: the receiver refused the message
+    /// (`inbound_refused`), or the target changed at the last moment (`not_live`, …).
+    pub fn refused(kind: RefusalKind, message: impl Into<String>) -> Self {
         Self {
+            kind,
             message: message.into(),
         }
+    }
+
+    /// Which refusal this failure is.
+    #[must_use]
+    pub const fn kind(&self) -> RefusalKind {
+        self.kind
     }
 
     /// What the relay said.

@@ -15,7 +15,7 @@ Exit codes:
   1  error (unreadable registry or settings, invalid settings file, …)
   2  usage error
   3  refusal: the session cannot be resolved safely (not_live, identity_mismatch, not_addressable),
-     or a send was refused (inbound_refused) or not confirmed by the relay (delivery_failed)
+     or a send was refused (inbound_refused) or not delivered (delivery_failed)
   4  conflict: the settings file changed since the expected revision; nothing was written
 
 The Claude home is --home, else $CLAUDE_CONFIG_DIR, else ~/.claude. With --json, stdout
@@ -62,26 +62,35 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: Option<SettingsAction>,
     },
-    /// Hand a message for one live session to a relay program (exit 3 when refused)
+    /// Send one message to one live session (exit 3 when refused or not delivered)
     ///
     /// The session is resolved afresh, its inbound policy checked (refuse: nothing is
-    /// relayed), and the same process confirmed again just before PROGRAM runs. PROGRAM
-    /// gets the target in CLAUDE_PEERS_TARGET_{SESSION_ID,NAME,PID,SOCKET,CWD}, the message
-    /// on stdin, and confirms by exiting 0 after printing {"sent":true}.
+    /// sent), and the same process confirmed again just before sending. By default a
+    /// headless Claude Code sends it with its own SendMessage, driven by a scripted local
+    /// model (no API key, no model cost), and reports what the receiver did: accepted or
+    /// held. After --, PROGRAM [ARGS] relays it instead: it gets the target in
+    /// CLAUDE_PEERS_TARGET_{SESSION_ID,NAME,PID,SOCKET,CWD}, the message on stdin, and
+    /// confirms by exiting 0 after printing {"sent":true}.
     Send {
         /// The session id
         session_id: String,
         /// The message [default: read from stdin]
         #[arg(long, value_name = "TEXT")]
         message: Option<String>,
-        /// Seconds to wait for the relay before killing it
+        /// The sender's name, which the receiver sees
+        #[arg(long, value_name = "NAME", default_value = claude_peer_relay::DEFAULT_SENDER_NAME)]
+        from: String,
+        /// The Claude Code that sends [default: claude on PATH]
+        #[arg(long, value_name = "PATH", conflicts_with = "relay")]
+        claude: Option<PathBuf>,
+        /// Seconds to wait for the send (and its receipt) before killing the sender
         #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds)]
         timeout: Duration,
         /// Managed settings file
         #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
         managed_settings: PathBuf,
-        /// The relay program and its arguments, passed as given (no shell)
-        #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
+        /// A relay program and its arguments, passed as given (no shell)
+        #[arg(last = true, value_name = "PROGRAM [ARGS]")]
         relay: Vec<OsString>,
     },
     /// Print an event whenever the live set or a live session changes, until interrupted

@@ -26,6 +26,8 @@ fn prepare_shows_the_target_and_policy_without_relaying_anything() {
             pid: prepared.session().pid.unwrap(),
             socket: live.socket.clone(),
             cwd: live.cwd.clone(),
+            proc_start: Some(crate::support::start_token(live.pid)),
+            home: world.home.root().to_path_buf(),
         }
     );
     assert!(!marker.exists(), "preparing relays nothing");

@@ -1,0 +1,214 @@
+//! The sender's hooks: this project's own code, run by the headless Claude Code sender
+//! at the two moments that matter.
+//!
+//! - **`pre-tool-use PLAN`**, before every tool call: allows exactly the one
+//!   `SendMessage` the plan names (same `to`, byte-identical `message`, once), and only
+//!   while the same pid, with the same start token, still runs the same session id.
+//!   Everything else is blocked (exit 2), and a refusal is written beside the plan so
+//!   the relay reports it in this project's terms.
+//! - **`user-prompt-submit`**, before every prompt: blocks (exit 2) every queued
+//!   cross-session message, delivery notice and idle notice, so none reaches the
+//!   (scripted) model; Claude Code then prints its whole text on stdout, where the relay
+//!   reads it.
+//!
+//! Claude Code runs hooks as commands, so they must be a program: `claude-peers hook …`,
+//! or any binary of a harness that calls [`run`] with its arguments.
+
+use std::ffi::OsString;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use claude_peer_registry::ClaudeHome;
+use claude_peer_resolve::{Discovery, Refusal, RefusalKind};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The largest hook input read from stdin: a 64 KiB message, JSON-escaped, with room.
+const MAX_INPUT_BYTES: u64 = 1024 * 1024;
+
+/// The texts that open an inbound prompt: a message from another session, and the two
+/// kinds of notice Claude Code queues for a sender.
+pub(crate) const INBOUND_MARKERS: [&str; 3] = [
+    "<cross-session-message",
+    "[Cross-session delivery notice]",
+    "[Cross-session idle notice]",
+];
+
+/// The one tool call a sender may make, and whom it must still reach.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Plan {
+    /// The user's Claude home, whose registry the target is confirmed in.
+    pub(crate) home: PathBuf,
+    pub(crate) session_id: String,
+    pub(crate) pid: u32,
+    /// The start token the target was resolved with.
+    pub(crate) proc_start: Option<String>,
+    /// `SendMessage`'s `to`: the target's socket path.
+    pub(crate) to: String,
+    pub(crate) message: String,
+}
+
+impl Plan {
+    /// Writes the plan to `path` (created, never followed through a link).
+    pub(crate) fn write(&self, path: &Path) -> io::Result<()> {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+        file.write_all(&serde_json::to_vec(self).map_err(io::Error::other)?)
+    }
+
+    fn read(path: &Path) -> Result<Self, String> {
+        let bytes = fs::read(path)
+            .map_err(|err| format!("cannot read the plan `{}`: {err}", path.display()))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|err| format!("the plan `{}` is invalid: {err}", path.display()))
+    }
+}
+
+/// Where the hook notes why it blocked the planned call: beside the plan.
+pub(crate) fn refusal_path(plan: &Path) -> PathBuf {
+    plan.with_extension("refusal.json")
+}
+
+/// Reads a refusal the hook noted beside `plan`.
+pub(crate) fn read_refusal(plan: &Path) -> Option<Refusal> {
+    let value: Value = serde_json::from_slice(&fs::read(refusal_path(plan)).ok()?).ok()?;
+    let kind = match value.get("refusal")?.as_str()? {
+        "not_live" => RefusalKind::NotLive,
+        "identity_mismatch" => RefusalKind::IdentityMismatch,
+        "not_addressable" => RefusalKind::NotAddressable,
+        _ => RefusalKind::DeliveryFailed,
+    };
+    let message = value.get("message")?.as_str()?.to_owned();
+    Some(Refusal { kind, message })
+}
+
+/// Runs the hook named by `args` (`pre-tool-use PLAN` or `user-prompt-submit`) on the
+/// JSON Claude Code gives on stdin, and returns the exit status Claude Code acts on:
+/// 0 allows, 2 blocks (with the reason on stderr).
+#[must_use]
+pub fn run(args: &[OsString]) -> i32 {
+    let mut input = Vec::new();
+    if let Err(err) = io::stdin().take(MAX_INPUT_BYTES).read_to_end(&mut input) {
+        return block(&format!("cannot read the hook input: {err}"));
+    }
+    let input: Value = match serde_json::from_slice(&input) {
+        Ok(input) => input,
+        Err(err) => return block(&format!("the hook input is not JSON: {err}")),
+    };
+    let result = match args {
+        [mode, plan] if mode == "pre-tool-use" => pre_tool_use(Path::new(plan), &input),
+        [mode] if mode == "user-prompt-submit" => user_prompt_submit(&input),
+        _ => Err(format!("unknown hook arguments {args:?}")),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(why) => block(&why),
+    }
+}
+
+fn block(why: &str) -> i32 {
+    let _ = writeln!(io::stderr(), "{why}");
+    2
+}
+
+fn user_prompt_submit(input: &Value) -> Result<(), String> {
+    let prompt = input
+        .get("prompt")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if is_inbound(prompt) {
+        Err("claude-peers: inbound item kept from the model".to_owned())
+    } else {
+        Ok(())
+    }
+}
+
+/// True for a prompt Claude Code queued from another session (a message or a notice).
+pub(crate) fn is_inbound(prompt: &str) -> bool {
+    let prompt = prompt.trim_start();
+    INBOUND_MARKERS
+        .iter()
+        .any(|marker| prompt.starts_with(marker))
+}
+
+fn pre_tool_use(plan_path: &Path, input: &Value) -> Result<(), String> {
+    let plan = Plan::read(plan_path)?;
+    let tool = input
+        .get("tool_name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let tool_input = input.get("tool_input").cloned().unwrap_or(Value::Null);
+    let field = |name: &str| tool_input.get(name).and_then(Value::as_str);
+    if tool != "SendMessage" {
+        return Err(format!(
+            "claude-peers allows this sender no tool but SendMessage, not `{tool}`"
+        ));
+    }
+    if field("to") != Some(plan.to.as_str()) || field("message") != Some(plan.message.as_str()) {
+        return Err(
+            "claude-peers: this SendMessage is not the planned one (another address or other text)"
+                .to_owned(),
+        );
+    }
+    if tool_input.get("notify_when_idle").and_then(Value::as_bool) == Some(true) {
+        return Err(
+            "claude-peers: the planned SendMessage does not subscribe to idle notices".to_owned(),
+        );
+    }
+    // Once: the marker is created exclusively, so a second identical call is blocked.
+    let used = plan_path.with_extension("used");
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&used)
+        .map_err(|err| format!("claude-peers: the planned SendMessage was already made ({err})"))?;
+    if let Err(refusal) = confirm(&plan) {
+        let noted =
+            serde_json::json!({"refusal": refusal.kind.as_str(), "message": refusal.message});
+        let _ = fs::write(refusal_path(plan_path), noted.to_string());
+        return Err(refusal.to_string());
+    }
+    Ok(())
+}
+
+/// The same pid, with the same start token, must still run the same session id, and it
+/// must still be the one live, addressable session with that id.
+fn confirm(plan: &Plan) -> Result<(), Refusal> {
+    let home = ClaudeHome::new(&plan.home);
+    let session = Discovery::os()
+        .resolve_live_session(&home, &plan.session_id)
+        .map_err(|err| match err {
+            claude_peer_resolve::Error::Refused(refusal) => refusal,
+            other => Refusal {
+                kind: RefusalKind::NotLive,
+                message: other.to_string(),
+            },
+        })?;
+    let record = session.record.as_ref();
+    let pid = session.pid.map(claude_peer_registry::Pid::get);
+    let proc_start = record.and_then(|r| r.start_token()).map(str::to_owned);
+    let socket = record.and_then(|r| r.messaging_socket_path.as_deref());
+    if pid != Some(plan.pid) || proc_start != plan.proc_start {
+        return Err(Refusal {
+            kind: RefusalKind::NotLive,
+            message: format!(
+                "session {} is no longer run by pid {} with start token {}: a restart or resume in between",
+                plan.session_id,
+                plan.pid,
+                plan.proc_start.as_deref().unwrap_or("(none)")
+            ),
+        });
+    }
+    if socket != Some(plan.to.as_str()) {
+        return Err(Refusal {
+            kind: RefusalKind::IdentityMismatch,
+            message: format!(
+                "session {} now names the messaging socket {}, not {}",
+                plan.session_id,
+                socket.unwrap_or("(none)"),
+                plan.to
+            ),
+        });
+    }
+    Ok(())
+}
