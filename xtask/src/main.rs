@@ -12,7 +12,8 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  test    cargo fmt --check, clippy -D warnings, all tests (nextest when installed), doc tests, rustdoc -D warnings
+  test    cargo fmt --check, clippy -D warnings, all tests (nextest when installed), doc tests, rustdoc -D warnings;
+          first installs the pinned Claude Code the end-to-end tests run (npm, cached per user)
   deny    cargo deny check (installs cargo-deny when missing); advisories only when its database is present
   bench   run the benchmarks and print their side-by-side tables";
 
@@ -41,6 +42,15 @@ fn main() -> ExitCode {
 }
 
 fn test() -> Result<(), String> {
+    // The end-to-end tests drive real Claude Code: the pinned build, and tmux for the
+    // interactive receivers. Missing either fails here, with the reason.
+    let claude = claude_code()?;
+    need_tmux()?;
+    let tests = |args: &[&str]| {
+        run(Command::new(cargo_bin())
+            .env(TEST_CLAUDE_VAR, &claude)
+            .args(args))
+    };
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&[
         "clippy",
@@ -51,9 +61,9 @@ fn test() -> Result<(), String> {
         "warnings",
     ])?;
     if has_cargo_subcommand("nextest") {
-        cargo(&["nextest", "run", "--workspace", "--no-fail-fast"])?;
+        tests(&["nextest", "run", "--workspace", "--no-fail-fast"])?;
     } else {
-        cargo(&["test", "--workspace", "--no-fail-fast"])?;
+        tests(&["test", "--workspace", "--no-fail-fast"])?;
     }
     cargo(&["test", "--workspace", "--doc"])?;
     // Broken intra-doc links and malformed docs fail like any other warning.
@@ -78,6 +88,78 @@ fn deny() -> Result<(), String> {
 
 fn bench() -> Result<(), String> {
     cargo(&["bench", "--workspace"])
+}
+
+/// The Claude Code version the end-to-end tests run.
+const CLAUDE_CODE_VERSION: &str = "2.1.332";
+/// Where the tests find its binary.
+const TEST_CLAUDE_VAR: &str = "CLAUDE_PEERS_TEST_CLAUDE";
+
+/// The pinned Claude Code binary, installed from the npm registry into a per-user cache
+/// (`$XDG_CACHE_HOME/claude-peers`, else `~/.cache/claude-peers`) when missing, so a
+/// fresh clone does not fetch it again.
+fn claude_code() -> Result<PathBuf, String> {
+    let platform = match env::consts::ARCH {
+        "x86_64" => "linux-x64",
+        "aarch64" => "linux-arm64",
+        other => return Err(format!("no Claude Code build is pinned for {other}")),
+    };
+    let dir = cache_dir()?.join("claude-code").join(CLAUDE_CODE_VERSION);
+    let binary = dir
+        .join("node_modules/@anthropic-ai")
+        .join(format!("claude-code-{platform}"))
+        .join("claude");
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    eprintln!(
+        "xtask: installing Claude Code {CLAUDE_CODE_VERSION} into {}",
+        dir.display()
+    );
+    // Installed beside, then renamed into place: an interrupted install leaves no
+    // half-filled cache behind.
+    let staging = dir.with_extension(format!("partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging)
+        .map_err(|err| format!("cannot create `{}`: {err}", staging.display()))?;
+    let package = format!("@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}");
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix"])
+        .arg(&staging)
+        .arg(&package)
+        .status()
+        .map_err(|err| {
+            format!("the end-to-end tests need Claude Code {CLAUDE_CODE_VERSION} from the npm registry, but npm cannot run: {err}")
+        })?;
+    if !status.success() {
+        return Err(format!("`npm install {package}` failed ({status})"));
+    }
+    std::fs::rename(&staging, &dir)
+        .map_err(|err| format!("cannot move the install to `{}`: {err}", dir.display()))?;
+    if binary.is_file() {
+        Ok(binary)
+    } else {
+        Err(format!(
+            "npm installed {package}, but `{}` is missing",
+            binary.display()
+        ))
+    }
+}
+
+fn cache_dir() -> Result<PathBuf, String> {
+    env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
+        .map(|dir| dir.join("claude-peers"))
+        .ok_or_else(|| "no cache directory: set XDG_CACHE_HOME or HOME".to_owned())
+}
+
+fn need_tmux() -> Result<(), String> {
+    match Command::new("tmux").arg("-V").output() {
+        Ok(out) if out.status.success() => Ok(()),
+        _ => Err("the end-to-end tests run interactive Claude Code sessions in tmux, which is not installed (apt-get install tmux)".to_owned()),
+    }
 }
 
 fn advisory_db_present() -> bool {

@@ -337,6 +337,8 @@ struct Sender {
     stdin: Option<ChildStdin>,
     lines: Receiver<Line>,
     stderr: Arc<std::sync::Mutex<Vec<u8>>>,
+    /// Says when stderr reached its end, so a failure quotes all of it.
+    stderr_done: Receiver<()>,
     reaped: bool,
 }
 
@@ -373,6 +375,7 @@ impl Sender {
                 });
         }
         let stderr = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (stderr_tx, stderr_done) = mpsc::channel();
         if let Some(mut pipe) = child.stderr.take() {
             let tail = Arc::clone(&stderr);
             let _ = thread::Builder::new()
@@ -387,6 +390,7 @@ impl Sender {
                         let over = tail.len().saturating_sub(crate::STDERR_TAIL_BYTES);
                         tail.drain(..over);
                     }
+                    let _ = stderr_tx.send(());
                 });
         }
         let stdin = child.stdin.take();
@@ -395,6 +399,7 @@ impl Sender {
             stdin,
             lines,
             stderr,
+            stderr_done,
             reaped: false,
         }
     }
@@ -537,6 +542,8 @@ impl Sender {
     }
 
     fn stderr_note(&self) -> String {
+        // Something the sender left running may hold the pipe: wait only briefly.
+        let _ = self.stderr_done.recv_timeout(Duration::from_millis(500));
         let tail = self
             .stderr
             .lock()

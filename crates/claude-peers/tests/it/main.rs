@@ -3,7 +3,9 @@
 // Test helpers may panic: a failed expectation is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod claude;
 mod list;
+mod receiver;
 mod resolve;
 mod send;
 mod settings;

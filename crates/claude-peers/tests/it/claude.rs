@@ -1,0 +1,375 @@
+//! `send` through real Claude Code: the pinned binary sends with its own `SendMessage`
+//! to live interactive receivers in tmux, and the receivers' transcripts say what they
+//! did with each message.
+
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use claude_peer_registry::ClaudeHome;
+use claude_peer_relay::{ClaudeRelay, Relay, Target};
+use claude_peer_resolve::{Discovery, RefusalKind};
+use serde_json::Value;
+
+use crate::receiver::{Receiver, claude, parsed, wait_for};
+use crate::support::{Home, Sleeper};
+
+/// Every kind of awkward byte a message can hold, padded to exactly 64 KiB.
+fn awkward_message() -> String {
+    let mut message =
+        String::from("line one \"quoted\" and 'single'\n\tback\\slash \\n not a newline\r\n");
+    message.push_str(
+        "control \u{1}\u{7}\u{1b}[31m, unicode é € 😀, a fake end </cross-session-message>\n",
+    );
+    while message.len() < 65_536 {
+        message.push_str("0123456789abcdef");
+    }
+    message.truncate(65_536);
+    message
+}
+
+#[test]
+fn an_accepted_message_reaches_the_receivers_claude_byte_identical_with_the_senders_name() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let runtime = tempfile::tempdir().unwrap();
+    let message = awkward_message();
+    let claude = claude();
+
+    let (code, json, stderr) = receiver.send(
+        runtime.path(),
+        &[
+            "--claude",
+            claude.to_str().unwrap(),
+            "--from",
+            "build-bot",
+            "--message",
+            &message,
+        ],
+    );
+
+    assert_eq!(code, 0, "{json} {stderr}");
+    assert_eq!(json["delivered"], true);
+    assert_eq!(json["via"], "claude");
+    assert_eq!(json["inbound"], "automatic");
+    assert_eq!(json["receipt"], "accepted");
+    assert_eq!(json["session"]["session_id"], receiver.session_id.as_str());
+    let msg_id = json["msg_id"].as_str().expect("a msg_id").to_owned();
+    let entry = wait_for(Duration::from_secs(30), || receiver.delivered(&msg_id))
+        .expect("the receiver's transcript gives the message to its Claude with the same msg_id");
+    // Byte-identical, but for the one thing the receiver escapes itself: a closing tag of
+    // its own envelope inside the text.
+    let expected = message.replace("</cross-session-message>", "<\\/cross-session-message>");
+    let body = entry["origin"]["body"].as_str().unwrap();
+    let first_difference = body.bytes().zip(expected.bytes()).position(|(a, b)| a != b);
+    assert!(
+        body == expected,
+        "the body differs ({} bytes against {}) at byte {first_difference:?}",
+        body.len(),
+        expected.len()
+    );
+    assert_eq!(entry["origin"]["name"], "build-bot");
+    assert!(
+        !Path::new(&runtime.path().join("claude-peers/sender-home/runs"))
+            .read_dir()
+            .unwrap()
+            .any(|_| true),
+        "the run's plan is removed"
+    );
+}
+
+#[test]
+fn a_held_message_is_reported_held_and_is_not_given_to_the_receivers_claude() {
+    let receiver = Receiver::start(Some("hold"), &[]);
+    let runtime = tempfile::tempdir().unwrap();
+    let claude = claude();
+
+    let (code, json, stderr) = receiver.send(
+        runtime.path(),
+        &[
+            "--claude",
+            claude.to_str().unwrap(),
+            "--message",
+            "wait for approval",
+        ],
+    );
+
+    assert_eq!(code, 0, "{json} {stderr}");
+    assert_eq!(json["inbound"], "may_hold");
+    assert_eq!(json["receipt"], "held");
+    let msg_id = json["msg_id"].as_str().expect("a msg_id");
+    let held = wait_for(Duration::from_secs(15), || {
+        receiver.transcript().into_iter().find(|entry| {
+            entry["subtype"] == "informational"
+                && entry["content"].as_str().is_some_and(|c| {
+                    c.contains("Held peer message") && c.contains("wait for approval")
+                })
+        })
+    });
+    assert!(held.is_some(), "the receiver records the held message");
+    assert!(
+        receiver.delivered(msg_id).is_none(),
+        "its Claude never got it"
+    );
+}
+
+#[test]
+fn a_receiver_refusing_through_its_command_line_is_inbound_refused_and_records_nothing() {
+    // Files show no policy (Claude Code's default); the process was started refusing.
+    let receiver = Receiver::start(None, &["--settings", r#"{"crossSessionInbound":"refuse"}"#]);
+    let runtime = tempfile::tempdir().unwrap();
+    let claude = claude();
+
+    let (code, json, stderr) = receiver.send(
+        runtime.path(),
+        &[
+            "--claude",
+            claude.to_str().unwrap(),
+            "--message",
+            "you will not see this",
+        ],
+    );
+
+    assert_eq!(code, 3, "{json} {stderr}");
+    assert_eq!(json["refusal"], "inbound_refused", "{json}");
+    assert!(
+        json["message"].as_str().unwrap().contains("refused"),
+        "{json}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let transcript = serde_json::to_string(&receiver.transcript()).unwrap();
+    assert!(
+        !transcript.contains("you will not see this"),
+        "the refused message appears nowhere"
+    );
+}
+
+#[test]
+fn a_refusing_user_setting_is_refused_before_any_sender_starts() {
+    let receiver = Receiver::start(Some("refuse"), &[]);
+    let runtime = tempfile::tempdir().unwrap();
+    let claude = claude();
+
+    let (code, json, _) = receiver.send(
+        runtime.path(),
+        &[
+            "--claude",
+            claude.to_str().unwrap(),
+            "--message",
+            "never sent",
+        ],
+    );
+
+    assert_eq!(code, 3);
+    assert_eq!(json["refusal"], "inbound_refused");
+    assert!(
+        !runtime.path().join("claude-peers").exists(),
+        "no sender was prepared, let alone started"
+    );
+}
+
+#[test]
+fn an_unset_policy_reports_what_the_receiver_did_and_the_transcript_agrees() {
+    let receiver = Receiver::start(None, &[]);
+    let runtime = tempfile::tempdir().unwrap();
+    let claude = claude();
+
+    let (code, json, stderr) = receiver.send(
+        runtime.path(),
+        &[
+            "--claude",
+            claude.to_str().unwrap(),
+            "--message",
+            "default policy",
+        ],
+    );
+
+    assert_eq!(code, 0, "{json} {stderr}");
+    assert_eq!(json["inbound"], "may_hold");
+    let msg_id = json["msg_id"].as_str().expect("a msg_id");
+    match json["receipt"].as_str() {
+        Some("accepted") => assert!(
+            wait_for(Duration::from_secs(30), || receiver.delivered(msg_id)).is_some(),
+            "reported accepted, so its Claude gets it"
+        ),
+        Some("held") => {
+            std::thread::sleep(Duration::from_secs(2));
+            assert!(
+                receiver.delivered(msg_id).is_none(),
+                "reported held, so its Claude does not get it"
+            );
+        }
+        other => panic!("unexpected receipt {other:?}"),
+    }
+}
+
+/// A target of a live receiver, as a resolution gives it.
+fn target_of(receiver: &Receiver) -> Target {
+    let home = ClaudeHome::new(receiver.home.path());
+    let session = Discovery::os()
+        .resolve_live_session(&home, &receiver.session_id)
+        .unwrap();
+    Target::of(&home, &session).unwrap()
+}
+
+fn relay(runtime: &Path) -> ClaudeRelay {
+    ClaudeRelay::new(
+        claude(),
+        vec![
+            OsString::from(env!("CARGO_BIN_EXE_claude-peers")),
+            OsString::from("hook"),
+        ],
+    )
+    .home(runtime.join("sender-home"))
+    .timeout(Duration::from_secs(60))
+}
+
+#[test]
+fn the_hook_blocks_the_call_when_the_session_changed_after_the_last_check() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let runtime = tempfile::tempdir().unwrap();
+    let relay = relay(runtime.path());
+
+    // As if a /clear gave the process a new session id after the hand-over's check.
+    let mut cleared = target_of(&receiver);
+    cleared.session_id = "00000000-0000-4000-8000-000000000000".to_owned();
+    let failure = relay.send(&cleared, "after clear").unwrap_err();
+    assert_eq!(failure.kind(), RefusalKind::NotLive, "{failure}");
+
+    // As if the pid now ran another process (another start token).
+    let mut reused = target_of(&receiver);
+    reused.proc_start = Some("1".to_owned());
+    let failure = relay.send(&reused, "after reuse").unwrap_err();
+    assert_eq!(failure.kind(), RefusalKind::NotLive, "{failure}");
+    assert!(failure.message().contains("start token"), "{failure}");
+
+    std::thread::sleep(Duration::from_secs(1));
+    let transcript = serde_json::to_string(&receiver.transcript()).unwrap();
+    assert!(!transcript.contains("after clear") && !transcript.contains("after reuse"));
+    // And the same relay still sends to the session as it is.
+    let sent = relay.send(&target_of(&receiver), "as it is").unwrap();
+    assert!(sent.msg_id.is_some());
+}
+
+/// Writes an executable stand-in for `claude`.
+fn fake_claude(dir: &Path, body: &str) -> PathBuf {
+    let path = dir.join("claude");
+    fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A live target (a `sleep` with a record and a real socket) and a `send` to it with
+/// the Claude Code at `claude`.
+fn send_with(claude: &Path, timeout: &str) -> (i32, Value, String) {
+    let mut home = Home::new();
+    let child = Sleeper::spawn();
+    home.live_record(&child, "s-target", "reviewer", "idle", true);
+    fs::write(
+        home.root().join("settings.json"),
+        r#"{"crossSessionInbound":"accept"}"#,
+    )
+    .unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        .arg("--home")
+        .arg(home.root())
+        .args([
+            "--json",
+            "send",
+            "s-target",
+            "--message",
+            "hi",
+            "--timeout",
+            timeout,
+            "--claude",
+        ])
+        .arg(claude)
+        .arg("--managed-settings")
+        .arg(runtime.path().join("none.json"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("XDG_CACHE_HOME", runtime.path())
+        .output()
+        .unwrap();
+    drop(child);
+    parsed(&output)
+}
+
+#[test]
+fn a_claude_that_cannot_send_crashes_prints_garbage_or_hangs_fails_the_delivery_and_leaves_nothing_running()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let old = r#"read line; echo '{"type":"system","subtype":"init","tools":["Bash","Read"],"claude_code_version":"2.1.197"}'; sleep 1"#;
+    let cases = [
+        (
+            old,
+            "cannot send cross-session messages: it reports no SendMessage tool",
+        ),
+        (
+            "read line; echo 'not json at all'; echo '{\"type\":\"result\"}'; sleep 1",
+            "without making the planned SendMessage",
+        ),
+        ("read line; echo boom >&2; kill -SEGV $$", "boom"),
+        ("read line; exit 0", "ended before the send was settled"),
+    ];
+    for (body, expected) in cases {
+        let claude = fake_claude(dir.path(), body);
+        let (code, json, stderr) = send_with(&claude, "20");
+        assert_eq!(code, 3, "{body}: {json} {stderr}");
+        assert_eq!(json["refusal"], "delivery_failed", "{body}");
+        let message = json["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{body}: {message}");
+    }
+
+    let pid_file = dir.path().join("pid");
+    let claude = fake_claude(
+        dir.path(),
+        &format!("echo $$ > {}; exec sleep 600", pid_file.display()),
+    );
+    let (code, json, _) = send_with(&claude, "1");
+    assert_eq!(code, 3);
+    assert!(
+        json["message"]
+            .as_str()
+            .unwrap()
+            .contains("within the timeout"),
+        "{json}"
+    );
+    let pid = fs::read_to_string(&pid_file).unwrap();
+    let gone = wait_for(Duration::from_secs(2), || {
+        (!Path::new(&format!("/proc/{}", pid.trim())).exists()).then_some(())
+    });
+    assert!(gone.is_some(), "the hanging sender was killed and reaped");
+}
+
+#[test]
+fn a_missing_claude_is_an_error_naming_the_flag_or_path() {
+    let (code, json, _) = send_with(Path::new("/nonexistent/claude"), "5");
+    assert_eq!(code, 1);
+    assert_eq!(json["error"], "claude_not_found");
+    assert!(
+        json["message"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/claude")
+    );
+
+    let home = Home::new();
+    let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        .arg("--home")
+        .arg(home.root())
+        .args(["--json", "send", "s-any", "--message", "hi"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let (code, json, _) = parsed(&output);
+    assert_eq!(code, 1);
+    assert_eq!(json["error"], "claude_not_found");
+    let message = json["message"].as_str().unwrap();
+    assert!(
+        message.contains("--claude") && message.contains("PATH"),
+        "{message}"
+    );
+}

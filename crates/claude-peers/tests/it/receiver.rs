@@ -1,0 +1,233 @@
+//! Real Claude Code in tests: the pinned binary (installed by `cargo xtask test`),
+//! interactive receivers in tmux whose model is a local fake that answers with text.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use claude_peer_relay::endpoint::{Endpoint, Reply};
+use serde_json::{Value, json};
+
+/// The receivers' API key, approved in their `.claude.json` (which keeps the last 20
+/// characters of a key, so it is shorter than that).
+const RECEIVER_KEY: &str = "sk-ant-peers-test";
+
+/// The pinned Claude Code that `cargo xtask test` installs; a test run without it fails
+/// with the reason.
+pub(crate) fn claude() -> PathBuf {
+    let path = std::env::var_os("CLAUDE_PEERS_TEST_CLAUDE").map(PathBuf::from).expect(
+        "CLAUDE_PEERS_TEST_CLAUDE is not set: run the tests with `cargo xtask test`, which installs the pinned Claude Code and sets it",
+    );
+    assert!(path.is_file(), "no Claude Code at {}", path.display());
+    path
+}
+
+/// Polls `check` every 50 ms until it gives a value or `limit` passes.
+pub(crate) fn wait_for<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check() {
+            return Some(value);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One tmux server per test process, so receivers never meet the user's own sessions.
+fn tmux() -> Command {
+    let mut command = Command::new("tmux");
+    command.args(["-L", &format!("claude-peers-test-{}", std::process::id())]);
+    command
+}
+
+/// A live interactive Claude Code in tmux, in its own temporary Claude home; its tmux
+/// session is killed (and its process waited for) when dropped.
+pub(crate) struct Receiver {
+    pub(crate) home: tempfile::TempDir,
+    pub(crate) cwd: PathBuf,
+    pub(crate) pid: u32,
+    pub(crate) session_id: String,
+    tmux_name: String,
+    _model: Endpoint,
+}
+
+impl Receiver {
+    /// Starts a receiver whose user settings set `crossSessionInbound` to `policy`
+    /// (unset for `None`), with `args` added to its command line.
+    pub(crate) fn start(policy: Option<&str>, args: &[&str]) -> Self {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let home = tempfile::tempdir().unwrap();
+        let cwd = home.path().join("project");
+        fs::create_dir_all(&cwd).unwrap();
+        let config = json!({
+            "hasCompletedOnboarding": true, "theme": "dark",
+            "customApiKeyResponses": {"approved": [RECEIVER_KEY], "rejected": []},
+            "projects": {cwd.to_str().unwrap(): {"hasTrustDialogAccepted": true}},
+        });
+        fs::write(home.path().join(".claude.json"), config.to_string()).unwrap();
+        if let Some(policy) = policy {
+            set_policy(home.path(), policy);
+        }
+        let model = Endpoint::start(
+            RECEIVER_KEY,
+            Arc::new(|_: &Value| Reply::Text("Noted.".to_owned())),
+        )
+        .unwrap();
+        let tmux_name = format!("r{}", COUNT.fetch_add(1, Ordering::Relaxed));
+        let mut command = vec![
+            "env".to_owned(),
+            "-i".to_owned(),
+            format!("PATH={}", std::env::var("PATH").unwrap_or_default()),
+            format!("HOME={}", home.path().display()),
+            "TERM=xterm-256color".to_owned(),
+            format!("CLAUDE_CONFIG_DIR={}", home.path().display()),
+            format!("ANTHROPIC_API_KEY={RECEIVER_KEY}"),
+            format!("ANTHROPIC_BASE_URL={}", model.base_url()),
+            "DISABLE_AUTOUPDATER=1".to_owned(),
+            "DISABLE_TELEMETRY=1".to_owned(),
+            "DISABLE_ERROR_REPORTING=1".to_owned(),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".to_owned(),
+            format!("CLAUDE_CODE_SESSION_NAME=receiver-{tmux_name}"),
+            claude().to_str().unwrap().to_owned(),
+        ];
+        command.extend(args.iter().map(|&a| a.to_owned()));
+        let status = tmux()
+            .args([
+                "new-session",
+                "-d",
+                "-x",
+                "200",
+                "-y",
+                "50",
+                "-s",
+                &tmux_name,
+                "-c",
+            ])
+            .arg(&cwd)
+            .args(&command)
+            .status()
+            .unwrap();
+        assert!(status.success(), "tmux new-session failed");
+        let sessions = home.path().join("sessions");
+        let record = wait_for(Duration::from_secs(30), || {
+            let entry = fs::read_dir(&sessions)
+                .ok()?
+                .flatten()
+                .find(|e| Path::new(&e.file_name()).extension() == Some("json".as_ref()))?;
+            let record: Value = serde_json::from_slice(&fs::read(entry.path()).ok()?).ok()?;
+            let socket = record.get("messagingSocketPath")?.as_str()?;
+            (record.get("status")?.as_str()? == "idle" && Path::new(socket).exists())
+                .then_some(record)
+        });
+        let Some(record) = record else {
+            let screen = tmux()
+                .args(["capture-pane", "-p", "-t", &tmux_name])
+                .output();
+            let screen = screen.map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+            let _ = tmux().args(["kill-session", "-t", &tmux_name]).status();
+            panic!(
+                "the receiver did not become idle with a socket within 30 s; its screen: {screen:?}"
+            );
+        };
+        Self {
+            cwd,
+            pid: u32::try_from(record["pid"].as_u64().unwrap()).unwrap(),
+            session_id: record["sessionId"].as_str().unwrap().to_owned(),
+            home,
+            tmux_name,
+            _model: model,
+        }
+    }
+
+    /// Every line of the receiver's transcript, parsed.
+    pub(crate) fn transcript(&self) -> Vec<Value> {
+        let slug: String = self
+            .cwd
+            .to_str()
+            .unwrap()
+            .chars()
+            .map(|c| if c == '/' || c == '.' { '-' } else { c })
+            .collect();
+        let path = self
+            .home
+            .path()
+            .join("projects")
+            .join(slug)
+            .join(format!("{}.jsonl", self.session_id));
+        fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    /// The transcript entry that gave the message `msg_id` to the receiver's Claude.
+    pub(crate) fn delivered(&self, msg_id: &str) -> Option<Value> {
+        self.transcript()
+            .into_iter()
+            .find(|entry| entry.pointer("/origin/msg_id").and_then(Value::as_str) == Some(msg_id))
+    }
+
+    /// Runs `claude-peers --json send <this session>` with `args`, the sender's private
+    /// home under `cache` (as `XDG_CACHE_HOME`). Sender and receiver share the default
+    /// runtime directory: a receiver sends its notices only to a sender whose socket is
+    /// in its own socket directory.
+    pub(crate) fn send(&self, cache: &Path, args: &[&str]) -> (i32, Value, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+            .arg("--home")
+            .arg(self.home.path())
+            .args(["--json", "send", &self.session_id, "--managed-settings"])
+            .arg(cache.join("no-managed-settings.json"))
+            .args(args)
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("XDG_CACHE_HOME", cache)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        parsed(&output)
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = tmux()
+            .args(["kill-session", "-t", &self.tmux_name])
+            .status();
+        let pid = self.pid;
+        wait_for(Duration::from_secs(10), || {
+            (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+        });
+    }
+}
+
+/// Writes `{"crossSessionInbound": policy}` as the user settings of `home`.
+pub(crate) fn set_policy(home: &Path, policy: &str) {
+    fs::write(
+        home.join("settings.json"),
+        json!({"crossSessionInbound": policy}).to_string(),
+    )
+    .unwrap();
+}
+
+/// Exit code, stdout as JSON (`null` when empty) and stderr.
+pub(crate) fn parsed(output: &Output) -> (i32, Value, String) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let json = if stdout.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&stdout)
+            .unwrap_or_else(|err| panic!("stdout is not JSON ({err}): {stdout}"))
+    };
+    (
+        output.status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
