@@ -212,3 +212,94 @@ fn confirm(plan: &Plan) -> Result<(), Refusal> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plan_in(dir: &Path) -> PathBuf {
+        let path = dir.join("plan.json");
+        Plan {
+            home: dir.join("no-home"),
+            session_id: "s-1".to_owned(),
+            pid: 1,
+            proc_start: None,
+            to: "/tmp/cc-socks/1.sock".to_owned(),
+            message: "exact \"text\"\n".to_owned(),
+        }
+        .write(&path)
+        .unwrap();
+        path
+    }
+
+    fn call(tool: &str, to: &str, message: &str) -> Value {
+        json!({"hook_event_name": "PreToolUse", "tool_name": tool,
+               "tool_input": {"to": to, "message": message, "summary": "display only"}})
+    }
+
+    #[test]
+    fn only_the_planned_send_message_may_run_and_only_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan_in(dir.path());
+        let other_tool = pre_tool_use(
+            &plan,
+            &call("Bash", "/tmp/cc-socks/1.sock", "exact \"text\"\n"),
+        );
+        assert!(other_tool.unwrap_err().contains("`Bash`"));
+        let other_text = pre_tool_use(
+            &plan,
+            &call("SendMessage", "/tmp/cc-socks/1.sock", "exact \"text\""),
+        );
+        assert!(other_text.unwrap_err().contains("not the planned one"));
+        let other_to = pre_tool_use(
+            &plan,
+            &call("SendMessage", "/tmp/cc-socks/2.sock", "exact \"text\"\n"),
+        );
+        assert!(other_to.unwrap_err().contains("not the planned one"));
+        assert!(
+            !plan.with_extension("used").exists(),
+            "refused calls use nothing up"
+        );
+
+        // The planned call: its target is not live in this empty home, so it is refused
+        // as not_live and the refusal is noted for the relay.
+        let first = pre_tool_use(
+            &plan,
+            &call("SendMessage", "/tmp/cc-socks/1.sock", "exact \"text\"\n"),
+        );
+        assert!(first.unwrap_err().starts_with("not_live"));
+        assert_eq!(
+            read_refusal(&plan).map(|r| r.kind),
+            Some(RefusalKind::NotLive)
+        );
+        let again = pre_tool_use(
+            &plan,
+            &call("SendMessage", "/tmp/cc-socks/1.sock", "exact \"text\"\n"),
+        );
+        assert!(again.unwrap_err().contains("already made"));
+    }
+
+    #[test]
+    fn inbound_prompts_are_kept_from_the_model_and_others_pass() {
+        for prompt in [
+            "<cross-session-message from=\"uds:/a.sock\">\nhi\n</cross-session-message>",
+            "[Cross-session delivery notice] Your message to another session was held",
+            "  [Cross-session idle notice] \"x\" is idle now",
+        ] {
+            assert!(
+                user_prompt_submit(&json!({"prompt": prompt})).is_err(),
+                "{prompt}"
+            );
+        }
+        for prompt in [
+            "claude-peers send 0a1b2c3d",
+            "a prompt mentioning <cross-session-message later",
+        ] {
+            assert!(
+                user_prompt_submit(&json!({"prompt": prompt})).is_ok(),
+                "{prompt}"
+            );
+        }
+    }
+}

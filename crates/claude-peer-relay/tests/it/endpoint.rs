@@ -1,0 +1,128 @@
+//! The scripted model endpoint over real TCP: only its secret is answered, replies are
+//! the Messages API's event stream, and oversized requests are refused unread.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+use claude_peer_relay::endpoint::{Endpoint, Reply};
+use serde_json::{Value, json};
+
+fn endpoint() -> Endpoint {
+    Endpoint::start(
+        "s3cret",
+        Arc::new(|request: &Value| {
+            if request["messages"][0]["content"] == "call" {
+                Reply::ToolUse {
+                    id: "toolu_1".to_owned(),
+                    name: "SendMessage".to_owned(),
+                    input: json!({"to": "/tmp/cc-socks/1.sock", "message": "a \"quoted\"\nline"}),
+                }
+            } else {
+                Reply::Text("Done.".to_owned())
+            }
+        }),
+    )
+    .unwrap()
+}
+
+/// Sends one raw request and reads the response until the server closes or it is whole.
+fn exchange(endpoint: &Endpoint, request: &[u8]) -> String {
+    let addr = endpoint.base_url().trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    // The server may answer and close before it read all of an oversized request.
+    let _ = stream.write_all(request);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let mut response = Vec::new();
+    let mut buf = [0; 4096];
+    while let Ok(n @ 1..) = stream.read(&mut buf) {
+        response.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8(response).unwrap()
+}
+
+fn post(key_header: &str, body: &Value) -> Vec<u8> {
+    let body = body.to_string();
+    format!(
+        "POST /v1/messages?beta=true HTTP/1.1\r\nhost: x\r\n{key_header}content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// The `data:` payloads of an event stream.
+fn events_of(response: &str) -> Vec<Value> {
+    response
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_request_without_the_secret_is_rejected() {
+    let endpoint = endpoint();
+    let body = json!({"stream": true, "messages": [{"role": "user", "content": "call"}]});
+    for header in ["", "x-api-key: wrong\r\n", "authorization: Bearer nope\r\n"] {
+        let response = exchange(&endpoint, &post(header, &body));
+        assert!(
+            response.starts_with("HTTP/1.1 401"),
+            "{header:?}: {response}"
+        );
+        assert!(!response.contains("SendMessage"));
+    }
+}
+
+#[test]
+fn a_tool_call_streams_as_the_messages_api_does_with_the_exact_input() {
+    let endpoint = endpoint();
+    let body =
+        json!({"stream": true, "model": "m", "messages": [{"role": "user", "content": "call"}]});
+    let response = exchange(&endpoint, &post("x-api-key: s3cret\r\n", &body));
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("content-type: text/event-stream"));
+    let events = events_of(&response);
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    assert_eq!(events[1]["content_block"]["name"], "SendMessage");
+    let input: Value =
+        serde_json::from_str(events[2]["delta"]["partial_json"].as_str().unwrap()).unwrap();
+    assert_eq!(input["message"], "a \"quoted\"\nline");
+    assert_eq!(events[4]["delta"]["stop_reason"], "tool_use");
+
+    let text = json!({"stream": true, "messages": [{"role": "user", "content": "other"}]});
+    let response = exchange(&endpoint, &post("authorization: Bearer s3cret\r\n", &text));
+    let events = events_of(&response);
+    assert_eq!(events[2]["delta"]["text"], "Done.");
+    assert_eq!(events[4]["delta"]["stop_reason"], "end_turn");
+}
+
+#[test]
+fn bad_and_oversized_requests_get_an_error_and_nothing_is_read_past_the_limits() {
+    let endpoint = endpoint();
+    let huge_head = format!("GET / HTTP/1.1\r\nx-pad: {}\r\n\r\n", "a".repeat(70_000));
+    assert!(exchange(&endpoint, huge_head.as_bytes()).starts_with("HTTP/1.1 400"));
+    let huge_body =
+        "POST /v1/messages HTTP/1.1\r\nx-api-key: s3cret\r\ncontent-length: 40000000\r\n\r\n{";
+    assert!(exchange(&endpoint, huge_body.as_bytes()).starts_with("HTTP/1.1 400"));
+    let not_json =
+        "POST /v1/messages HTTP/1.1\r\nx-api-key: s3cret\r\ncontent-length: 3\r\n\r\nabc";
+    assert!(exchange(&endpoint, not_json.as_bytes()).starts_with("HTTP/1.1 400"));
+    let unknown = "GET /v1/files HTTP/1.1\r\nx-api-key: s3cret\r\n\r\n";
+    assert!(exchange(&endpoint, unknown.as_bytes()).starts_with("HTTP/1.1 404"));
+    // Still serving.
+    let body = json!({"stream": false, "messages": [{"role": "user", "content": "call"}]});
+    let response = exchange(&endpoint, &post("x-api-key: s3cret\r\n", &body));
+    let message: Value = serde_json::from_str(response.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(message["content"][0]["name"], "SendMessage");
+}
