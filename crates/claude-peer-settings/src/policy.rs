@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 
 /// The settings key this crate manages.
-pub const INBOUND_KEY: &str = "crossSessionInbound";
+pub(crate) const INBOUND_KEY: &str = "crossSessionInbound";
 
 /// A value of `crossSessionInbound`, ordered from least to most strict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -24,7 +24,7 @@ pub enum InboundPolicy {
 
 impl InboundPolicy {
     /// All values, least strict first.
-    pub const ALL: [InboundPolicy; 3] = [
+    pub(crate) const ALL: [InboundPolicy; 3] = [
         InboundPolicy::Accept,
         InboundPolicy::Hold,
         InboundPolicy::Refuse,
