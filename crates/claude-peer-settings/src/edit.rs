@@ -109,45 +109,27 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Doc<'_>, DocError> {
     de.end().map_err(|e| invalid(&e))?;
     // serde_json accepted the text, so only whitespace follows the closing brace.
     let close = bytes.iter().rposition(|&b| !is_ws(b)).unwrap_or(open);
-    let mut members = Vec::with_capacity(raw.len());
     // Offset just past the previous value (or the `{`).
     let mut after = open + 1;
+    let mut members = Vec::with_capacity(raw.len());
     for (key, value) in raw {
-        let value_start = value
-            .get()
-            .as_ptr()
-            .addr()
-            .wrapping_sub(text.as_ptr().addr());
-        let value_end = value_start + value.get().len();
-        // Between `after` and the value serde_json accepted only whitespace, a comma (not
-        // before the first member), the key string, and a colon: the first quote opens the
-        // key, the last colon follows it.
+        let value_start = value.get().as_ptr() as usize - text.as_ptr() as usize;
+        // Before the value serde_json accepted only whitespace, a comma (not before the first
+        // member), the key string and a colon: the first quote opens the key, the last quote
+        // before the last colon closes it.
         let gap = bytes.get(after..value_start).unwrap_or_default();
-        let key_start = gap.iter().position(|&b| b == b'"');
-        let colon = gap.iter().rposition(|&b| b == b':');
-        let (Some(key_start), Some(colon)) = (key_start, colon) else {
-            return Err(DocError::InvalidJson(format!(
-                "unexpected input at byte {after}"
-            )));
-        };
-        let key_end = gap[..colon]
-            .iter()
-            .rposition(|&b| b == b'"')
-            .unwrap_or(key_start)
-            + 1;
-        let lead_start = gap[..key_start]
-            .iter()
-            .rposition(|&b| b == b',')
-            .map_or(0, |comma| comma + 1);
+        let find = |b: u8, within: &[u8]| within.iter().rposition(|&c| c == b).map_or(0, |i| i + 1);
+        let key_start = gap.iter().position(|&b| b == b'"').unwrap_or(0);
+        let colon = find(b':', gap).saturating_sub(1);
         members.push(Member {
             key,
-            lead_start: after + lead_start,
+            lead_start: after + find(b',', &gap[..key_start]),
             key_start: after + key_start,
-            key_end: after + key_end,
+            key_end: after + find(b'"', &gap[..colon]),
             value_start,
-            value_end,
+            value_end: value_start + value.get().len(),
         });
-        after = value_end;
+        after = value_start + value.get().len();
     }
     Ok(Doc {
         bytes,
@@ -185,36 +167,36 @@ impl Doc<'_> {
             let rendered = self.style_of(m).render(value);
             return Some(Splice::new(m.value_start, m.value_end, rendered));
         }
-        let key_json = serde_json::to_vec(key).unwrap_or_default();
-        let (style, mut insert, at) = match (self.braces, self.members.last()) {
+        let style = self
+            .members
+            .last()
+            .map_or_else(|| self.default_style(), |last| self.style_of(last));
+        let newline = style.pretty.as_ref().map(|(nl, _)| nl.as_slice());
+        let newline = newline.unwrap_or_default();
+        let member = [
+            &style.lead[..],
+            &serde_json::to_vec(key).unwrap_or_default(),
+            &style.colon,
+            &style.render(value),
+        ]
+        .concat();
+        Some(match (self.braces, self.members.last()) {
             // Appended after the last member, copying that member's layout.
-            (Some(_), Some(last)) => (self.style_of(last), b",".to_vec(), last.value_end),
-            // `{` ws `}`: the member goes right after `{`.
-            (Some((open, _)), None) => (self.default_style(), Vec::new(), open + 1),
-            // Empty or whitespace-only file: a fresh two-space document with a final newline.
-            (None, _) => (self.default_style(), b"{".to_vec(), 0),
-        };
-        insert.extend_from_slice(&style.lead);
-        insert.extend_from_slice(&key_json);
-        insert.extend_from_slice(&style.colon);
-        insert.extend_from_slice(&style.render(value));
-        let newline = style.pretty.map(|(nl, _)| nl).unwrap_or_default();
-        match self.braces {
-            None => {
-                insert.extend_from_slice(&newline);
-                insert.push(b'}');
-                insert.extend_from_slice(&newline);
-                Some(Splice::new(0, self.bytes.len(), insert))
+            (Some(_), Some(last)) => {
+                Splice::new(last.value_end, last.value_end, [b",", &member[..]].concat())
             }
-            Some((open, close)) => {
-                // An empty `{}` also gets a newline before `}`, as JSON.stringify(v, null, 2)
-                // writes it.
-                if self.members.is_empty() && close == open + 1 {
-                    insert.extend_from_slice(&newline);
-                }
-                Some(Splice::new(at, at, insert))
+            // `{` ws `}`: right after `{`; an empty `{}` also gets a newline before `}`, as
+            // JSON.stringify(v, null, 2) writes it.
+            (Some((open, close)), None) => {
+                let before_close = if close == open + 1 { newline } else { &[] };
+                Splice::new(open + 1, open + 1, [&member[..], before_close].concat())
             }
-        }
+            // Empty or whitespace-only file: a fresh document with a final newline.
+            (None, _) => {
+                let doc = [b"{", &member[..], newline, b"}", newline].concat();
+                Splice::new(0, self.bytes.len(), doc)
+            }
+        })
     }
 
     /// Removes every top-level occurrence of `key` (so that the key is truly unset); `None`

@@ -42,8 +42,10 @@ impl Layer {
 }
 
 /// The effective value. `Default` is Claude Code's own choice from the permission modes of
-/// sender and receiver (accept or hold), never plain `accept`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// sender and receiver (accept or hold), never plain `accept`. Ordered by strictness (for the
+/// rule that project layers can only make it stricter): the default ranks above accept and
+/// below hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EffectiveValue {
     /// Delivered automatically.
@@ -65,17 +67,6 @@ impl EffectiveValue {
             EffectiveValue::Default => "default",
             EffectiveValue::Hold => "hold",
             EffectiveValue::Refuse => "refuse",
-        }
-    }
-
-    /// Strictness for the "project layers can only make it stricter" rule: the default is
-    /// accept or hold, so it ranks above accept and below hold.
-    fn rank(self) -> u8 {
-        match self {
-            EffectiveValue::Accept => 0,
-            EffectiveValue::Default => 1,
-            EffectiveValue::Hold => 2,
-            EffectiveValue::Refuse => 3,
         }
     }
 }
@@ -209,7 +200,7 @@ pub fn effective_policy(
         let takes_over = if base_layer {
             decided_by.is_none()
         } else {
-            held.rank() > value.rank()
+            held > value
         };
         if takes_over {
             value = held;

@@ -9,6 +9,8 @@ use std::path::Path;
 use rustix::fs::{AtFlags, CWD, FileType, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
+use crate::Error;
+
 /// The largest settings file read, in bytes. Claude Code's own settings are kilobytes; the
 /// limit bounds what a file (a repository's `.claude/settings.json` among them) can make us
 /// read into memory. A bigger file is refused unread.
@@ -17,30 +19,18 @@ pub(crate) const MAX_SETTINGS_BYTES: u64 = 16 * 1024 * 1024;
 /// Mode of a Claude home directory this crate creates.
 const NEW_DIR_MODE: u32 = 0o700;
 
-/// What is at a path, looked at without following a final symbolic link (except where
-/// [`Fs::load`] is asked to follow).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Entry {
-    /// Nothing is there.
-    Missing,
-    /// A regular file, with its bytes and permission bits (`st_mode & 0o7777`).
-    Regular { bytes: Vec<u8>, mode: u32 },
-    /// A regular file over [`MAX_SETTINGS_BYTES`] (its size, or as much as was read), not read.
-    TooLarge { size: u64 },
-    /// A symbolic link (only when not following).
-    Symlink,
-    /// Something else: `a directory`, `a fifo`, `a socket`, `a device`.
-    Other(&'static str),
-}
+/// A regular file's exact bytes and permission bits (`st_mode & 0o7777`).
+pub(crate) type Loaded = (Vec<u8>, u32);
 
 /// The steps of a read and of an update, in the order an update takes them.
 pub(crate) trait Fs {
     /// A held advisory lock, released on drop.
     type Lock;
 
-    /// Reads what is at `path`; a final symbolic link is followed only when `follow` is true.
-    /// Never blocks on a fifo.
-    fn load(&self, path: &Path, follow: bool) -> io::Result<Entry>;
+    /// Reads the regular file at `path` (`None` when nothing is there); a final symbolic link
+    /// is followed only when `follow` is true, else refused like anything but a regular file.
+    /// Never opens anything but a regular file, never reads more than [`MAX_SETTINGS_BYTES`].
+    fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error>;
     /// Takes an exclusive advisory lock on `path`, creating it (mode 0600, no link followed)
     /// and its directory (mode 0700) when missing; blocks until the lock is free.
     fn lock(&self, path: &Path) -> io::Result<Self::Lock>;
@@ -48,9 +38,6 @@ pub(crate) trait Fs {
     /// fsyncs `bytes`. Whatever is at `path` is removed first (the caller holds the lock, so
     /// only a killed writer's left-over, or a link planted there, can be).
     fn write_temp(&self, path: &Path, mode: u32, bytes: &[u8]) -> io::Result<()>;
-    /// Whether `path`, not following a link, still holds exactly `expected`: a regular file
-    /// with these bytes, or nothing at all when `expected` is `None`.
-    fn holds(&self, path: &Path, expected: Option<&[u8]>) -> io::Result<bool>;
     /// Renames `from` over `to`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Fsyncs the directory `dir`.
@@ -63,33 +50,45 @@ pub(crate) trait Fs {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct RealFs;
 
-fn kind_name(file_type: FileType) -> &'static str {
-    match file_type {
+/// `Ok` for a regular file, else the error that refuses what `mode` says is at `path`.
+fn regular(path: &Path, mode: u32) -> Result<(), Error> {
+    let kind = match FileType::from_raw_mode(mode) {
+        FileType::RegularFile => return Ok(()),
+        FileType::Symlink => {
+            return Err(Error::Symlink {
+                path: path.to_owned(),
+            });
+        }
         FileType::Directory => "a directory",
         FileType::Fifo => "a fifo",
         FileType::Socket => "a socket",
         FileType::CharacterDevice | FileType::BlockDevice => "a device",
-        FileType::Symlink => "a symbolic link",
-        _ => "an unknown kind of file",
-    }
+        FileType::Unknown => "an unknown kind of file",
+    };
+    Err(Error::NotRegularFile {
+        path: path.to_owned(),
+        kind,
+    })
 }
 
 impl Fs for RealFs {
     type Lock = File;
 
-    fn load(&self, path: &Path, follow: bool) -> io::Result<Entry> {
+    fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error> {
+        let read_error = |source: io::Error| Error::Read {
+            path: path.to_owned(),
+            source,
+        };
         // Only a regular file is opened at all (opening a device can have effects).
         let stat = if follow {
             rustix::fs::stat(path)
         } else {
             rustix::fs::lstat(path)
         };
-        match stat.map(|s| FileType::from_raw_mode(s.st_mode)) {
-            Ok(FileType::RegularFile) => {}
-            Ok(FileType::Symlink) => return Ok(Entry::Symlink),
-            Ok(other) => return Ok(Entry::Other(kind_name(other))),
-            Err(Errno::NOENT) => return Ok(Entry::Missing),
-            Err(e) => return Err(e.into()),
+        match stat {
+            Ok(stat) => regular(path, stat.st_mode)?,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(read_error(e.into())),
         }
         let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
         if !follow {
@@ -97,34 +96,36 @@ impl Fs for RealFs {
         }
         let fd = match rustix::fs::openat(CWD, path, flags, Mode::empty()) {
             Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(Entry::Missing),
-            Err(Errno::LOOP) if !follow => return Ok(Entry::Symlink),
-            Err(e) => return Err(e.into()),
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) if !follow => {
+                return Err(Error::Symlink {
+                    path: path.to_owned(),
+                });
+            }
+            Err(e) => return Err(read_error(e.into())),
         };
         // Whatever was swapped in between stat and open, judge what was actually opened.
-        let stat = rustix::fs::fstat(&fd)?;
-        match FileType::from_raw_mode(stat.st_mode) {
-            FileType::RegularFile => {}
-            other => return Ok(Entry::Other(kind_name(other))),
-        }
+        let stat = rustix::fs::fstat(&fd).map_err(|e| read_error(e.into()))?;
+        regular(path, stat.st_mode)?;
         let size = u64::try_from(stat.st_size).unwrap_or(0);
-        if size > MAX_SETTINGS_BYTES {
-            return Ok(Entry::TooLarge { size });
+        let mut bytes = Vec::new();
+        if size <= MAX_SETTINGS_BYTES {
+            bytes.reserve_exact(usize::try_from(size).unwrap_or(0));
+            // At most one byte past the limit, for a file that grows while it is read.
+            File::from(fd)
+                .take(MAX_SETTINGS_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(read_error)?;
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        // At most one byte past the limit, for a file that grows while it is read.
-        File::from(fd)
-            .take(MAX_SETTINGS_BYTES + 1)
-            .read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > MAX_SETTINGS_BYTES {
-            return Ok(Entry::TooLarge {
-                size: bytes.len() as u64,
+        let size = size.max(bytes.len() as u64);
+        if size > MAX_SETTINGS_BYTES {
+            return Err(Error::TooLarge {
+                path: path.to_owned(),
+                size,
+                limit: MAX_SETTINGS_BYTES,
             });
         }
-        Ok(Entry::Regular {
-            bytes,
-            mode: stat.st_mode & 0o7777,
-        })
+        Ok(Some((bytes, stat.st_mode & 0o7777)))
     }
 
     fn lock(&self, path: &Path) -> io::Result<File> {
@@ -173,14 +174,6 @@ impl Fs for RealFs {
         let mut file = File::from(fd);
         file.write_all(bytes)?;
         file.sync_all()
-    }
-
-    fn holds(&self, path: &Path, expected: Option<&[u8]>) -> io::Result<bool> {
-        match (self.load(path, false)?, expected) {
-            (Entry::Missing, None) => Ok(true),
-            (Entry::Regular { bytes, .. }, Some(expected)) => Ok(bytes == expected),
-            _ => Ok(false),
-        }
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

@@ -32,36 +32,30 @@
 //!
 //! # What an update does
 //!
-//! [`SettingsStore::set_inbound`] and [`SettingsStore::reset_inbound`] run the same steps:
+//! [`SettingsStore::set_inbound`] and [`SettingsStore::reset_inbound`]:
 //!
-//! 1. take an exclusive `flock` on `.<file name>.claude-peers.lock` beside the file (created,
-//!    with the settings directory, mode 0700, if missing; left in place), so the writers of
-//!    this project never lose each other's updates;
+//! 1. take an exclusive `flock` on `.<file name>.claude-peers.lock` beside the file (created
+//!    with the directory, mode 0700, when missing; left in place): our writers serialize;
 //! 2. read the file without following links: a symbolic link or anything but a regular file
 //!    is refused and left untouched; a missing file is empty bytes, read as `{}`;
-//! 3. check its revision (the blake3 hash of the exact bytes) against the expected one, if
-//!    given: a mismatch is a `conflict`;
-//! 4. parse it once with `serde_json`, the one authority on validity: it must be UTF-8, valid
-//!    JSON with an object at the top level (otherwise the update is refused, the file
-//!    untouched); the parse gives the top-level members (decoded keys, value spans), from
-//!    which the minimal edit is computed (below); when it changes nothing, stop;
-//! 5. write the new bytes to `.<file name>.claude-peers.tmp` in the same directory, created
-//!    exclusively (so without following links) with the original file's permission bits
-//!    (0600 for a new file), and fsync it. Under the lock that name is ours alone: whatever is
-//!    there (left by a killed writer, or a link planted there) is removed first;
-//! 6. compare the file once more with the bytes of step 2 (without following links): writers
-//!    that take no lock (Claude Code itself) are caught here as a `conflict`;
-//! 7. rename the temporary file over the settings file, then fsync the directory (a failure
-//!    of that last fsync is [`Error::NotDurable`]: the new bytes are in place).
+//! 3. compare its revision (blake3 of the exact bytes) with the expected one, if given: a
+//!    mismatch is a `conflict`;
+//! 4. parse it once with `serde_json`, the one authority: UTF-8, valid JSON, an object at the
+//!    top level (else refused, untouched). The parse gives the top-level members (decoded keys,
+//!    value spans) the minimal edit (below) is computed from; no change, no write;
+//! 5. write the new bytes to `.<file name>.claude-peers.tmp` beside the file, created
+//!    exclusively (no link followed) with the file's permission bits (0600 for a new file),
+//!    and fsync it. Under the lock that name is ours: whatever is there (a killed writer's
+//!    left-over, a planted link) is removed first;
+//! 6. compare the file once more with the bytes read: writers that take no lock (Claude Code
+//!    itself) are caught as a `conflict`;
+//! 7. rename the temporary file over the file, then fsync the directory (only that failing is
+//!    [`Error::NotDurable`]: the new bytes are in place).
 //!
-//! A failure before the rename removes the temporary file: the settings file keeps its old
-//! bytes. The check of step 6 and the rename are two system calls: a writer that takes no lock
-//! and writes between them is overwritten. POSIX offers no compare-and-rename, so that window
-//! (microseconds) can be narrowed but not closed. Without an expected revision, step 3 is
-//! skipped but step 6 still applies, and a conflict there is reported, not retried.
-//!
-//! Ownership is not carried over to the new file (that needs privileges); the file is
-//! created by the user running the update, as Claude Code's own rewrite would be.
+//! A failure before the rename removes the temporary file; the file keeps its old bytes. A
+//! writer that takes no lock and writes between steps 6 and 7 is overwritten: POSIX has no
+//! compare-and-rename, so that window (microseconds) can be narrowed, not closed. The new
+//! file belongs to the user running the update, as Claude Code's own rewrite would.
 //!
 //! # The minimal edit
 //!
@@ -89,8 +83,7 @@
 //!
 //! [`SettingsStore::read`] follows a symbolic link (it reports what Claude Code reads); a
 //! file that exists but is empty or whitespace-only reads as `{}`, like a missing one. A file
-//! over 16 MiB is refused unread ([`Error::TooLarge`]), by reads and
-//! updates alike.
+//! over 16 MiB is refused unread ([`Error::TooLarge`]), by reads and updates alike.
 //!
 //! # Effective policy
 //!

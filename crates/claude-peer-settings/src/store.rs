@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::edit::{self, Doc, DocError, Splice};
-use crate::fs::{Entry, Fs, MAX_SETTINGS_BYTES, RealFs};
+use crate::fs::{Fs, RealFs};
 use crate::policy::{INBOUND_KEY, InboundPolicy};
 use crate::{Error, Revision};
 
@@ -41,13 +41,12 @@ impl SettingsStore {
     /// Reads the file (following a symbolic link, as Claude Code does) and validates it.
     pub fn read(&self) -> Result<Snapshot, Error> {
         let bytes = read_bytes(&self.path)?;
-        let exists = bytes.is_some();
-        let bytes = bytes.unwrap_or_default();
+        let text = bytes.as_deref().unwrap_or_default();
         Ok(Snapshot {
             path: self.path.clone(),
-            exists,
-            revision: Revision::of(&bytes),
-            inbound: inbound_of(&self.path, &bytes)?,
+            exists: bytes.is_some(),
+            revision: Revision::of(text),
+            inbound: inbound_of(&self.path, text)?,
         })
     }
 
@@ -59,31 +58,30 @@ impl SettingsStore {
         policy: InboundPolicy,
         expected: Option<&Revision>,
     ) -> Result<Snapshot, Error> {
-        let value = Value::from(policy.as_str());
-        let edit = |doc: &Doc<'_>| doc.set(INBOUND_KEY, &value);
-        let (exists, revision) = update(&RealFs, &self.path, expected, edit)?;
-        Ok(self.snapshot(exists, revision, Some(policy)))
+        self.update_inbound(Some(policy), expected)
     }
 
     /// Removes `crossSessionInbound` (back to Claude Code's default), every occurrence of it.
     pub fn reset_inbound(&self, expected: Option<&Revision>) -> Result<Snapshot, Error> {
-        let edit = |doc: &Doc<'_>| doc.remove(INBOUND_KEY);
-        let (exists, revision) = update(&RealFs, &self.path, expected, edit)?;
-        Ok(self.snapshot(exists, revision, None))
+        self.update_inbound(None, expected)
     }
 
-    fn snapshot(
+    /// Changes `crossSessionInbound` to `after` (`None`: removed).
+    fn update_inbound(
         &self,
-        exists: bool,
-        revision: Revision,
-        inbound: Option<InboundPolicy>,
-    ) -> Snapshot {
-        Snapshot {
+        after: Option<InboundPolicy>,
+        expected: Option<&Revision>,
+    ) -> Result<Snapshot, Error> {
+        let (exists, revision) = update(&RealFs, &self.path, expected, |doc| match after {
+            Some(policy) => doc.set(INBOUND_KEY, &Value::from(policy.as_str())),
+            None => doc.remove(INBOUND_KEY),
+        })?;
+        Ok(Snapshot {
             path: self.path.clone(),
             exists,
             revision,
-            inbound,
-        }
+            inbound: after,
+        })
     }
 }
 
@@ -111,30 +109,9 @@ pub(crate) fn inbound_of(path: &Path, bytes: &[u8]) -> Result<Option<InboundPoli
         })
 }
 
-/// What is at `path` as an update may use it (`None` when missing: empty bytes), or the
-/// error that refuses it.
-fn entry_bytes(
-    path: &Path,
-    entry: std::io::Result<Entry>,
-) -> Result<Option<(Vec<u8>, u32)>, Error> {
-    let path = path.to_owned();
-    match entry {
-        Ok(Entry::Missing) => Ok(None),
-        Ok(Entry::Regular { bytes, mode }) => Ok(Some((bytes, mode))),
-        Ok(Entry::TooLarge { size }) => Err(Error::TooLarge {
-            path,
-            size,
-            limit: MAX_SETTINGS_BYTES,
-        }),
-        Ok(Entry::Symlink) => Err(Error::Symlink { path }),
-        Ok(Entry::Other(kind)) => Err(Error::NotRegularFile { path, kind }),
-        Err(source) => Err(Error::Read { path, source }),
-    }
-}
-
 /// Reads `path` following links, as Claude Code does; `None` when missing.
 pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, Error> {
-    Ok(entry_bytes(path, RealFs.load(path, true))?.map(|(bytes, _)| bytes))
+    Ok(RealFs.load(path, true)?.map(|(bytes, _)| bytes))
 }
 
 /// `.<file name>.claude-peers.<suffix>` beside the settings file.
@@ -167,11 +144,11 @@ pub(crate) fn update<F: Fs>(
     let _lock = fs
         .lock(&lock_path)
         .map_err(|e| write_error("lock", &lock_path, e))?;
-    let loaded = entry_bytes(path, fs.load(path, false))?;
-    let (old, mode) = match &loaded {
-        Some((bytes, mode)) => (bytes.as_slice(), Some(*mode)),
-        None => (&[][..], None),
-    };
+    let loaded = fs.load(path, false)?;
+    let old = loaded
+        .as_ref()
+        .map_or(&[][..], |(bytes, _)| bytes.as_slice());
+    let mode = loaded.as_ref().map(|&(_, mode)| mode);
     let revision = Revision::of(old);
     if let Some(expected) = expected
         && *expected != revision
@@ -197,37 +174,31 @@ pub(crate) fn update<F: Fs>(
         let _ = fs.remove(&temp_path);
         return Err(e);
     }
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    fs.sync_dir(dir).map_err(|source| Error::NotDurable {
-        path: path.to_owned(),
-        source,
-    })?;
+    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty());
+    fs.sync_dir(dir.unwrap_or(Path::new(".")))
+        .map_err(|source| Error::NotDurable {
+            path: path.to_owned(),
+            source,
+        })?;
     Ok((true, Revision::of(&new)))
 }
 
 /// Renames the written temporary file over the settings file if that still holds `old`, what
 /// the update read (`None` when the file was missing). Writers that take no lock (Claude Code)
-/// are caught here, right before the rename.
+/// are caught here, right before the rename; a link or a non-file swapped in is refused.
 fn compare_and_rename<F: Fs>(
     fs: &F,
     temp_path: &Path,
     path: &Path,
     old: Option<&[u8]>,
 ) -> Result<(), Error> {
-    let unchanged = fs.holds(path, old).map_err(|source| Error::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    if !unchanged {
-        // A link or a non-file swapped in is reported as such; nothing was written.
-        let now = entry_bytes(path, fs.load(path, false))?.unwrap_or_default();
+    let now = fs.load(path, false)?;
+    let now = now.as_ref().map(|(bytes, _)| bytes.as_slice());
+    if now != old {
         return Err(Error::Conflict {
             path: path.to_owned(),
             expected: Revision::of(old.unwrap_or_default()),
-            found: Revision::of(&now.0),
+            found: Revision::of(now.unwrap_or_default()),
         });
     }
     fs.rename(temp_path, path)

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::json;
 
 use super::{fixture, home_with, temps_in};
-use crate::fs::{Entry, Fs, RealFs};
+use crate::fs::{Fs, Loaded, RealFs};
 use crate::policy::INBOUND_KEY;
 use crate::store::update;
-use crate::{Revision, SettingsStore};
+use crate::{Error, Revision, SettingsStore};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
@@ -74,16 +74,27 @@ impl FaultFs {
 impl Fs for FaultFs {
     type Lock = std::fs::File;
 
-    fn load(&self, path: &Path, follow: bool) -> io::Result<Entry> {
-        let entry = RealFs.load(path, follow)?;
-        if self.loads.fetch_add(1, Ordering::Relaxed) == 0 {
+    fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error> {
+        if self.loads.fetch_add(1, Ordering::Relaxed) == 1
+            && self.at(Step::BeforeRename) == Some(Action::ConcurrentEdit)
+        {
+            // Just before the comparison that immediately precedes the rename.
+            self.concurrent_edit();
+        }
+        let loaded = RealFs.load(path, follow)?;
+        if self.loads.load(Ordering::Relaxed) == 1 {
             match self.at(Step::AfterRead) {
-                Some(Action::Fail) => return Err(Self::injected()),
+                Some(Action::Fail) => {
+                    return Err(Error::Read {
+                        path: path.to_owned(),
+                        source: Self::injected(),
+                    });
+                }
                 Some(Action::ConcurrentEdit) => self.concurrent_edit(),
                 None => {}
             }
         }
-        Ok(entry)
+        Ok(loaded)
     }
 
     fn lock(&self, path: &Path) -> io::Result<std::fs::File> {
@@ -100,14 +111,6 @@ impl Fs for FaultFs {
             }
             None => Ok(()),
         }
-    }
-
-    fn holds(&self, path: &Path, expected: Option<&[u8]>) -> io::Result<bool> {
-        if self.at(Step::BeforeRename) == Some(Action::ConcurrentEdit) {
-            // Just before the comparison that immediately precedes the rename.
-            self.concurrent_edit();
-        }
-        RealFs.holds(path, expected)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -275,7 +278,7 @@ impl RecordingFs {
 impl Fs for RecordingFs {
     type Lock = std::fs::File;
 
-    fn load(&self, path: &Path, follow: bool) -> io::Result<Entry> {
+    fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error> {
         self.op("load");
         RealFs.load(path, follow)
     }
@@ -286,10 +289,6 @@ impl Fs for RecordingFs {
     fn write_temp(&self, path: &Path, mode: u32, bytes: &[u8]) -> io::Result<()> {
         self.op("write_temp");
         RealFs.write_temp(path, mode, bytes)
-    }
-    fn holds(&self, path: &Path, expected: Option<&[u8]>) -> io::Result<bool> {
-        self.op("holds");
-        RealFs.holds(path, expected)
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.op("rename");
@@ -312,7 +311,7 @@ fn an_update_takes_its_steps_in_order_and_an_invalid_document_stops_it_before_an
     update(&fs, &path, None, |doc| doc.set(INBOUND_KEY, &json!("hold"))).unwrap();
     assert_eq!(
         *fs.ops.lock().unwrap(),
-        ["lock", "load", "write_temp", "holds", "rename", "sync_dir"]
+        ["lock", "load", "write_temp", "load", "rename", "sync_dir"]
     );
 
     let valid = big_settings_with("");

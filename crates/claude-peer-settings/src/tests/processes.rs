@@ -50,7 +50,11 @@ fn next_report(out: &mut BufReader<ChildStdout>, prefix: &str) -> Option<String>
 }
 
 fn policy_for(counter: u64) -> InboundPolicy {
-    InboundPolicy::ALL[(counter % 3) as usize]
+    [
+        InboundPolicy::Accept,
+        InboundPolicy::Hold,
+        InboundPolicy::Refuse,
+    ][(counter % 3) as usize]
 }
 
 #[test]
