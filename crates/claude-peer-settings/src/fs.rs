@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::Path;
 
@@ -71,6 +72,31 @@ fn regular(path: &Path, mode: u32) -> Result<(), Error> {
     })
 }
 
+/// Opens `path` with `flags` (creating it with mode 0600, before the umask, where they say
+/// so); when that fails with `retry_on`, runs `fix` and tries once more.
+fn open_retrying(
+    path: &Path,
+    flags: OFlags,
+    retry_on: Errno,
+    fix: impl FnOnce() -> io::Result<()>,
+) -> io::Result<OwnedFd> {
+    let open = || {
+        rustix::fs::openat(
+            CWD,
+            path,
+            flags | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+    };
+    match open() {
+        Err(e) if e == retry_on => {
+            fix()?;
+            Ok(open()?)
+        }
+        opened => Ok(opened?),
+    }
+}
+
 impl Fs for RealFs {
     type Lock = File;
 
@@ -129,46 +155,22 @@ impl Fs for RealFs {
     }
 
     fn lock(&self, path: &Path) -> io::Result<File> {
-        let open = || {
-            rustix::fs::openat(
-                CWD,
-                path,
-                OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
-            )
-        };
-        let fd = match open() {
-            Err(Errno::NOENT) => {
-                let dir = path.parent().unwrap_or(Path::new("."));
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(NEW_DIR_MODE)
-                    .create(dir)?;
-                open()?
-            }
-            opened => opened?,
-        };
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW;
+        let fd = open_retrying(path, flags, Errno::NOENT, || {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(NEW_DIR_MODE)
+                .create(dir)
+        })?;
         rustix::fs::flock(&fd, FlockOperation::LockExclusive)?;
         Ok(File::from(fd))
     }
 
     fn write_temp(&self, path: &Path, mode: u32, bytes: &[u8]) -> io::Result<()> {
         // Exclusive creation never follows a link, nor opens a file a link points to.
-        let create = || {
-            rustix::fs::openat(
-                CWD,
-                path,
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
-            )
-        };
-        let fd = match create() {
-            Err(Errno::EXIST) => {
-                rustix::fs::unlinkat(CWD, path, AtFlags::empty())?;
-                create()?
-            }
-            created => created?,
-        };
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
+        let fd = open_retrying(path, flags, Errno::EXIST, || self.remove(path))?;
         // The umask narrowed the creation mode; set exactly the one wanted.
         rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
         let mut file = File::from(fd);

@@ -69,6 +69,18 @@ impl FaultFs {
     fn at(&self, step: Step) -> Option<Action> {
         (self.step == step).then_some(self.action)
     }
+
+    /// The fault, if `step` is its step: a failure, or the other writer's edit.
+    fn inject(&self, step: Step) -> io::Result<()> {
+        match self.at(step) {
+            Some(Action::Fail) => Err(Self::injected()),
+            Some(Action::ConcurrentEdit) => {
+                self.concurrent_edit();
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
 }
 
 impl Fs for FaultFs {
@@ -83,16 +95,10 @@ impl Fs for FaultFs {
         }
         let loaded = RealFs.load(path, follow)?;
         if self.loads.load(Ordering::Relaxed) == 1 {
-            match self.at(Step::AfterRead) {
-                Some(Action::Fail) => {
-                    return Err(Error::Read {
-                        path: path.to_owned(),
-                        source: Self::injected(),
-                    });
-                }
-                Some(Action::ConcurrentEdit) => self.concurrent_edit(),
-                None => {}
-            }
+            self.inject(Step::AfterRead).map_err(|source| Error::Read {
+                path: path.to_owned(),
+                source,
+            })?;
         }
         Ok(loaded)
     }
@@ -103,14 +109,7 @@ impl Fs for FaultFs {
 
     fn write_temp(&self, path: &Path, mode: u32, bytes: &[u8]) -> io::Result<()> {
         RealFs.write_temp(path, mode, bytes)?;
-        match self.at(Step::AfterTempWrite) {
-            Some(Action::Fail) => Err(Self::injected()),
-            Some(Action::ConcurrentEdit) => {
-                self.concurrent_edit();
-                Ok(())
-            }
-            None => Ok(()),
-        }
+        self.inject(Step::AfterTempWrite)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -118,22 +117,11 @@ impl Fs for FaultFs {
             return Err(Self::injected());
         }
         RealFs.rename(from, to)?;
-        match self.at(Step::AfterRename) {
-            Some(Action::Fail) => Err(Self::injected()),
-            Some(Action::ConcurrentEdit) => {
-                self.concurrent_edit();
-                Ok(())
-            }
-            None => Ok(()),
-        }
+        self.inject(Step::AfterRename)
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        match self.at(Step::BeforeDirSync) {
-            Some(Action::Fail) => return Err(Self::injected()),
-            Some(Action::ConcurrentEdit) => self.concurrent_edit(),
-            None => {}
-        }
+        self.inject(Step::BeforeDirSync)?;
         RealFs.sync_dir(dir)
     }
 
@@ -183,12 +171,16 @@ fn run(old: &[u8], step: Step, action: Action) -> Outcome {
     }
 }
 
-#[test]
-fn a_failure_at_any_step_leaves_exactly_the_old_or_the_new_bytes_and_no_temporary_file() {
-    for (step, old) in STEPS
+/// Each step, with a settings file of Claude Code's size and one of about 1 MiB.
+fn every_step_on_a_small_and_a_big_document() -> impl Iterator<Item = (Step, Vec<u8>)> {
+    STEPS
         .into_iter()
         .flat_map(|s| [(s, fixture("pretty.json")), (s, big_settings_with(""))])
-    {
+}
+
+#[test]
+fn a_failure_at_any_step_leaves_exactly_the_old_or_the_new_bytes_and_no_temporary_file() {
+    for (step, old) in every_step_on_a_small_and_a_big_document() {
         let o = run(&old, step, Action::Fail);
         let (want_name, want_bytes) = match step {
             Step::AfterRead => ("read_failed", &o.old),
@@ -207,10 +199,7 @@ fn a_failure_at_any_step_leaves_exactly_the_old_or_the_new_bytes_and_no_temporar
 
 #[test]
 fn a_concurrent_edit_at_any_step_is_a_conflict_or_comes_after_ours_and_is_never_lost() {
-    for (step, old) in STEPS
-        .into_iter()
-        .flat_map(|s| [(s, fixture("pretty.json")), (s, big_settings_with(""))])
-    {
+    for (step, old) in every_step_on_a_small_and_a_big_document() {
         let o = run(&old, step, Action::ConcurrentEdit);
         let want_name = match step {
             Step::AfterRead | Step::AfterTempWrite | Step::BeforeRename => "conflict",

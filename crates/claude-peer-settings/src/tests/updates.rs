@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt as _;
 
 use serde_json::json;
 
-use super::{fixture, home_with, remove_key, set_key, temps_in};
+use super::{fixture, home_with, mode_of, remove_key, set_key, temps_in};
 use crate::{InboundPolicy, Revision, SettingsStore};
 
 #[test]
@@ -41,7 +41,7 @@ fn a_temporary_file_left_by_a_killed_writer_is_replaced_and_never_read() {
     assert_eq!(after.revision, Revision::of(&bytes));
     assert!(!String::from_utf8(bytes).unwrap().contains("left"));
     assert_eq!(
-        std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+        mode_of(&path),
         0o644,
         "the settings file's own mode, not the left-over's"
     );
