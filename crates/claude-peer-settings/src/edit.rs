@@ -20,20 +20,16 @@ pub(crate) enum DocError {
     NotAnObject(&'static str),
 }
 
-/// One top-level member: its decoded key and byte offsets into the document.
+/// One top-level member: its decoded key and byte offsets into the document. `lead_start` is
+/// where the whitespace before the key starts (just past `{` or `,`); `key_start..key_end` is
+/// the key with its quotes, `value_start..value_end` the value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Member {
-    /// The decoded key.
     pub(crate) key: String,
-    /// Offset where the whitespace before the key starts (just past `{` or `,`).
     lead_start: usize,
-    /// Offset of the key's opening quote.
     key_start: usize,
-    /// Offset just past the key's closing quote.
     key_end: usize,
-    /// Offset of the value's first byte.
     value_start: usize,
-    /// Offset just past the value's last byte.
     value_end: usize,
 }
 
@@ -51,8 +47,10 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-fn invalid(e: &serde_json::Error) -> DocError {
-    DocError::InvalidJson(e.to_string())
+impl From<serde_json::Error> for DocError {
+    fn from(e: serde_json::Error) -> Self {
+        DocError::InvalidJson(e.to_string())
+    }
 }
 
 fn kind_name(first: u8) -> &'static str {
@@ -98,15 +96,12 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Doc<'_>, DocError> {
         .map_err(|e| DocError::InvalidJson(format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
     let mut de = serde_json::Deserializer::from_str(text);
     if bytes[open] != b'{' {
-        IgnoredAny::deserialize(&mut de)
-            .and_then(|_| de.end())
-            .map_err(|e| invalid(&e))?;
+        IgnoredAny::deserialize(&mut de)?;
+        de.end()?;
         return Err(DocError::NotAnObject(kind_name(bytes[open])));
     }
-    let raw = (&mut de)
-        .deserialize_map(Members)
-        .map_err(|e| invalid(&e))?;
-    de.end().map_err(|e| invalid(&e))?;
+    let raw = (&mut de).deserialize_map(Members)?;
+    de.end()?;
     // serde_json accepted the text, so only whitespace follows the closing brace.
     let close = bytes.iter().rposition(|&b| !is_ws(b)).unwrap_or(open);
     // Offset just past the previous value (or the `{`).
@@ -275,13 +270,9 @@ struct Style {
 impl Style {
     fn from_lead(lead: &[u8], colon: Vec<u8>) -> Style {
         let pretty = lead.iter().rposition(|&b| b == b'\n').map(|nl| {
-            let newline = if nl > 0 && lead.get(nl - 1) == Some(&b'\r') {
-                b"\r\n".to_vec()
-            } else {
-                b"\n".to_vec()
-            };
-            let indent = lead.get(nl + 1..).unwrap_or_default().to_vec();
-            (newline, indent)
+            let crlf = lead[..nl].ends_with(b"\r");
+            let newline = if crlf { &b"\r\n"[..] } else { b"\n" };
+            (newline.to_vec(), lead[nl + 1..].to_vec())
         });
         Style {
             lead: lead.to_vec(),
@@ -298,11 +289,7 @@ impl Style {
         let Some((newline, indent)) = self.pretty.as_ref().filter(|_| nested) else {
             return compact();
         };
-        let unit = if indent.is_empty() {
-            b"  ".as_slice()
-        } else {
-            indent.as_slice()
-        };
+        let unit: &[u8] = if indent.is_empty() { b"  " } else { indent };
         let mut out = Vec::new();
         let formatter = serde_json::ser::PrettyFormatter::with_indent(unit);
         let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
@@ -311,16 +298,8 @@ impl Style {
         }
         // Raw newlines only occur between tokens (string contents are escaped), so each one
         // starts a line that belongs one member-indent deeper.
-        let mut rendered = Vec::with_capacity(out.len() + out.len() / 8);
-        for &b in &out {
-            if b == b'\n' {
-                rendered.extend_from_slice(newline);
-                rendered.extend_from_slice(indent);
-            } else {
-                rendered.push(b);
-            }
-        }
-        rendered
+        let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
+        lines.join(&[newline.as_slice(), indent].concat()[..])
     }
 }
 

@@ -53,23 +53,17 @@ pub(crate) struct RealFs;
 
 /// `Ok` for a regular file, else the error that refuses what `mode` says is at `path`.
 fn regular(path: &Path, mode: u32) -> Result<(), Error> {
+    let path = path.to_owned();
     let kind = match FileType::from_raw_mode(mode) {
         FileType::RegularFile => return Ok(()),
-        FileType::Symlink => {
-            return Err(Error::Symlink {
-                path: path.to_owned(),
-            });
-        }
+        FileType::Symlink => return Err(Error::Symlink { path }),
         FileType::Directory => "a directory",
         FileType::Fifo => "a fifo",
         FileType::Socket => "a socket",
         FileType::CharacterDevice | FileType::BlockDevice => "a device",
         FileType::Unknown => "an unknown kind of file",
     };
-    Err(Error::NotRegularFile {
-        path: path.to_owned(),
-        kind,
-    })
+    Err(Error::NotRegularFile { path, kind })
 }
 
 /// Opens `path` with `flags` (creating it with mode 0600, before the umask, where they say
