@@ -20,12 +20,18 @@ pub(crate) enum DocError {
     NotAnObject(&'static str),
 }
 
+impl From<serde_json::Error> for DocError {
+    fn from(e: serde_json::Error) -> Self {
+        DocError::InvalidJson(e.to_string())
+    }
+}
+
 /// One top-level member: its decoded key and byte offsets into the document. `lead_start` is
 /// where the whitespace before the key starts (just past `{` or `,`); `key_start..key_end` is
 /// the key with its quotes, `value_start..value_end` the value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct Member {
-    pub(crate) key: String,
+    key: String,
     lead_start: usize,
     key_start: usize,
     key_end: usize,
@@ -34,7 +40,7 @@ pub(crate) struct Member {
 }
 
 /// A valid document: an object, or empty / whitespace-only text (read as `{}`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct Doc<'a> {
     bytes: &'a [u8],
     /// Offsets of `{` and `}`; `None` for empty / whitespace-only text.
@@ -45,12 +51,6 @@ pub(crate) struct Doc<'a> {
 
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-impl From<serde_json::Error> for DocError {
-    fn from(e: serde_json::Error) -> Self {
-        DocError::InvalidJson(e.to_string())
-    }
 }
 
 fn kind_name(first: u8) -> &'static str {
@@ -113,14 +113,15 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Doc<'_>, DocError> {
         // member), the key string and a colon: the first quote opens the key, the last quote
         // before the last colon closes it.
         let gap = bytes.get(after..value_start).unwrap_or_default();
-        let find = |b: u8, within: &[u8]| within.iter().rposition(|&c| c == b).map_or(0, |i| i + 1);
+        let past_last =
+            |b: u8, within: &[u8]| within.iter().rposition(|&c| c == b).map_or(0, |i| i + 1);
         let key_start = gap.iter().position(|&b| b == b'"').unwrap_or(0);
-        let colon = find(b':', gap).saturating_sub(1);
+        let colon = past_last(b':', gap).saturating_sub(1);
         members.push(Member {
             key,
-            lead_start: after + find(b',', &gap[..key_start]),
+            lead_start: after + past_last(b',', &gap[..key_start]),
             key_start: after + key_start,
-            key_end: after + find(b'"', &gap[..colon]),
+            key_end: after + past_last(b'"', &gap[..colon]),
             value_start,
             value_end: value_start + value.get().len(),
         });

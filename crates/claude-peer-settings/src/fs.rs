@@ -25,16 +25,15 @@ pub(crate) type Loaded = (Vec<u8>, u32);
 
 /// The steps of a read and of an update, in the order an update takes them.
 pub(crate) trait Fs {
-    /// A held advisory lock, released on drop.
-    type Lock;
-
     /// Reads the regular file at `path` (`None` when nothing is there); a final symbolic link
     /// is followed only when `follow` is true, else refused like anything but a regular file.
-    /// Never opens anything but a regular file, never reads more than [`MAX_SETTINGS_BYTES`].
+    /// Never opens anything but a regular file, never reads more than one byte past
+    /// [`MAX_SETTINGS_BYTES`].
     fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error>;
     /// Takes an exclusive advisory lock on `path`, creating it (mode 0600, no link followed)
-    /// and its directory (mode 0700) when missing; blocks until the lock is free.
-    fn lock(&self, path: &Path) -> io::Result<Self::Lock>;
+    /// and its directory (mode 0700) when missing; blocks until the lock is free. The lock is
+    /// held until the returned file is dropped.
+    fn lock(&self, path: &Path) -> io::Result<File>;
     /// Creates the file `path` without following links, with exactly `mode`, and writes and
     /// fsyncs `bytes`. Whatever is at `path` is removed first (the caller holds the lock, so
     /// only a killed writer's left-over, or a link planted there, can be).
@@ -92,8 +91,6 @@ fn open_retrying(
 }
 
 impl Fs for RealFs {
-    type Lock = File;
-
     fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error> {
         let read_error = |source: io::Error| Error::Read {
             path: path.to_owned(),

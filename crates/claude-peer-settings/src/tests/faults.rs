@@ -84,8 +84,6 @@ impl FaultFs {
 }
 
 impl Fs for FaultFs {
-    type Lock = std::fs::File;
-
     fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error> {
         if self.loads.fetch_add(1, Ordering::Relaxed) == 1
             && self.at(Step::BeforeRename) == Some(Action::ConcurrentEdit)
@@ -265,8 +263,6 @@ impl RecordingFs {
 }
 
 impl Fs for RecordingFs {
-    type Lock = std::fs::File;
-
     fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error> {
         self.op("load");
         RealFs.load(path, follow)

@@ -103,7 +103,7 @@ fn crash_doc(base: &str, policy: InboundPolicy, counter: u64) -> String {
         .replace("\"counter\": 0", &format!("\"counter\": {counter}"))
 }
 
-/// A first member of over 64 KiB, the document many times bigger than Claude Code's own.
+/// A first member of over 64 KiB: a document many times the size of Claude Code's own settings.
 fn big_member() -> String {
     let mut member = String::from("  \"permissions\": {\n    \"allow\": [\n");
     for i in 0..3_000 {
