@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::Error;
-use crate::fs::{RealFs, SettingsFs};
 use crate::policy::InboundPolicy;
 use crate::store::{inbound_of, read_bytes};
 
@@ -13,7 +12,7 @@ use crate::store::{inbound_of, read_bytes};
 pub const MANAGED_SETTINGS_PATH: &str = "/etc/claude-code/managed-settings.json";
 
 /// What a reader of files cannot know, said in every report.
-pub const SETTINGS_FLAG_NOTE: &str = "a --settings flag on the running Claude Code process sets this too, ranking below managed settings and above user settings, and cannot be seen from files";
+pub(crate) const SETTINGS_FLAG_NOTE: &str = "a --settings flag on the running Claude Code process sets this too, ranking below managed settings and above user settings, and cannot be seen from files";
 
 /// A settings layer, in Claude Code's order of precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -43,8 +42,10 @@ impl Layer {
 }
 
 /// The effective value. `Default` is Claude Code's own choice from the permission modes of
-/// sender and receiver (accept or hold), never plain `accept`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// sender and receiver (accept or hold), never plain `accept`. Ordered by strictness (for the
+/// rule that project layers can only make it stricter): the default ranks above accept and
+/// below hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EffectiveValue {
     /// Delivered automatically.
@@ -66,17 +67,6 @@ impl EffectiveValue {
             EffectiveValue::Default => "default",
             EffectiveValue::Hold => "hold",
             EffectiveValue::Refuse => "refuse",
-        }
-    }
-
-    /// Strictness for the "project layers can only make it stricter" rule: the default is
-    /// accept or hold, so it ranks above accept and below hold.
-    fn rank(self) -> u8 {
-        match self {
-            EffectiveValue::Accept => 0,
-            EffectiveValue::Default => 1,
-            EffectiveValue::Hold => 2,
-            EffectiveValue::Refuse => 3,
         }
     }
 }
@@ -143,12 +133,12 @@ pub struct EffectivePolicy {
     pub layers: Vec<LayerReport>,
     /// False when a layer could not be read or parsed, so the value may be wrong.
     pub complete: bool,
-    /// What files cannot show ([`SETTINGS_FLAG_NOTE`]).
+    /// What files cannot show: that a `--settings` flag on the process may set it too.
     pub note: &'static str,
 }
 
-fn read_layer<F: SettingsFs>(fs: &F, layer: Layer, path: &Path) -> LayerReport {
-    let state = match read_bytes(fs, path) {
+fn read_layer(layer: Layer, path: &Path) -> LayerReport {
+    let state = match read_bytes(path) {
         Ok(None) => LayerState::Missing,
         Ok(Some(bytes)) => match inbound_of(path, &bytes) {
             Ok(None) => LayerState::Unset,
@@ -178,35 +168,25 @@ fn read_layer<F: SettingsFs>(fs: &F, layer: Layer, path: &Path) -> LayerReport {
     }
 }
 
-/// The effective `crossSessionInbound` for a session whose cwd is `cwd`, on the real file
-/// system; `managed_settings` is normally [`MANAGED_SETTINGS_PATH`].
+/// The effective `crossSessionInbound` for a session whose cwd is `cwd`;
+/// `managed_settings` is normally [`MANAGED_SETTINGS_PATH`].
+///
+/// The first of managed and user settings that sets the key decides; the project's
+/// `.claude/settings.json` and `.claude/settings.local.json` can then only make it stricter.
+/// An invalid value counts as `refuse` in managed settings and `hold` elsewhere. A layer that
+/// cannot be read or parsed is reported and left out (`complete` is then false).
 #[must_use]
 pub fn effective_policy(
     user_settings: &Path,
     managed_settings: &Path,
     cwd: &Path,
 ) -> EffectivePolicy {
-    effective_policy_with(&RealFs, user_settings, managed_settings, cwd)
-}
-
-/// [`effective_policy`] through the file system `fs`.
-///
-/// The first of managed and user settings that sets the key decides; the project's
-/// `.claude/settings.json` and `.claude/settings.local.json` can then only make it stricter.
-/// An invalid value counts as `refuse` in managed settings and `hold` elsewhere. A layer that
-/// cannot be read or parsed is reported and left out (`complete` is then false).
-pub fn effective_policy_with<F: SettingsFs>(
-    fs: &F,
-    user_settings: &Path,
-    managed_settings: &Path,
-    cwd: &Path,
-) -> EffectivePolicy {
     let claude = cwd.join(".claude");
     let layers = vec![
-        read_layer(fs, Layer::Managed, managed_settings),
-        read_layer(fs, Layer::User, user_settings),
-        read_layer(fs, Layer::Project, &claude.join("settings.json")),
-        read_layer(fs, Layer::ProjectLocal, &claude.join("settings.local.json")),
+        read_layer(Layer::Managed, managed_settings),
+        read_layer(Layer::User, user_settings),
+        read_layer(Layer::Project, &claude.join("settings.json")),
+        read_layer(Layer::ProjectLocal, &claude.join("settings.local.json")),
     ];
     let mut value = EffectiveValue::Default;
     let mut decided_by = None;
@@ -220,7 +200,7 @@ pub fn effective_policy_with<F: SettingsFs>(
         let takes_over = if base_layer {
             decided_by.is_none()
         } else {
-            held.rank() > value.rank()
+            held > value
         };
         if takes_over {
             value = held;

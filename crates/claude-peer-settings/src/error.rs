@@ -46,7 +46,7 @@ pub enum Error {
         /// The value's JSON text, as written in the file.
         value: String,
     },
-    /// The file is over [`crate::MAX_SETTINGS_BYTES`]; it was not read (beyond the limit).
+    /// The file is over 16 MiB; it was not read (beyond the limit).
     #[error(
         "refusing `{path}`: it is {size} bytes, over the {limit} bytes a settings file may have"
     )]
@@ -55,7 +55,7 @@ pub enum Error {
         path: PathBuf,
         /// Its size in bytes (at least this much).
         size: u64,
-        /// [`crate::MAX_SETTINGS_BYTES`].
+        /// The limit, 16 MiB.
         limit: u64,
     },
     /// The settings path is a symbolic link; it and its target were left untouched.
@@ -86,7 +86,8 @@ pub enum Error {
     /// Writing failed before the settings file was replaced; it holds its old bytes.
     #[error("cannot {action} `{path}`: {source}")]
     Write {
-        /// What was being done (`create directory`, `lock`, `create temporary file`, `write`, `rename to`).
+        /// What was being done (`lock`, which creates a missing directory too,
+        /// `write temporary file`, `rename to`).
         action: &'static str,
         /// The path acted on.
         path: PathBuf,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 
 /// The settings key this crate manages.
-pub const INBOUND_KEY: &str = "crossSessionInbound";
+pub(crate) const INBOUND_KEY: &str = "crossSessionInbound";
 
 /// A value of `crossSessionInbound`, ordered from least to most strict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -23,13 +23,6 @@ pub enum InboundPolicy {
 }
 
 impl InboundPolicy {
-    /// All values, least strict first.
-    pub const ALL: [InboundPolicy; 3] = [
-        InboundPolicy::Accept,
-        InboundPolicy::Hold,
-        InboundPolicy::Refuse,
-    ];
-
     /// The value as written in settings files.
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -52,7 +45,7 @@ impl FromStr for InboundPolicy {
 
     /// Exactly `accept`, `hold` or `refuse` (case-sensitive, as Claude Code reads them).
     fn from_str(s: &str) -> Result<Self, Error> {
-        InboundPolicy::ALL
+        [Self::Accept, Self::Hold, Self::Refuse]
             .into_iter()
             .find(|p| p.as_str() == s)
             .ok_or_else(|| Error::UnknownPolicy {
@@ -67,7 +60,11 @@ mod tests {
 
     #[test]
     fn policies_round_trip_through_their_names_and_order_by_strictness() {
-        for p in InboundPolicy::ALL {
+        for p in [
+            InboundPolicy::Accept,
+            InboundPolicy::Hold,
+            InboundPolicy::Refuse,
+        ] {
             assert_eq!(p.as_str().parse::<InboundPolicy>().unwrap(), p);
         }
         assert!(InboundPolicy::Accept < InboundPolicy::Hold);

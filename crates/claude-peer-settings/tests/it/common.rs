@@ -36,7 +36,7 @@ pub(crate) fn temps_in(dir: &Path) -> Vec<String> {
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .filter(|n| {
-            n.contains(".claude-peers-") && Path::new(n).extension().is_some_and(|e| e == "tmp")
+            n.contains(".claude-peers") && Path::new(n).extension().is_some_and(|e| e == "tmp")
         })
         .collect();
     names.sort();
@@ -48,23 +48,7 @@ pub(crate) fn mode_of(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
 }
 
-/// A small deterministic pseudo-random generator (xorshift64*), seeded per test run.
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn from_entropy() -> Rng {
-        use std::hash::{BuildHasher as _, Hasher as _};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(std::process::id());
-        let seed = h.finish() | 1;
-        println!("rng seed {seed:#x}");
-        Rng(seed)
-    }
-
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-    }
+/// The revision of `bytes`: the blake3 hash of the exact bytes, in lower-case hex.
+pub(crate) fn revision_of(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
 }

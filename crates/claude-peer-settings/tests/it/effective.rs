@@ -2,10 +2,11 @@
 
 use std::path::Path;
 
-use claude_peer_settings::{
-    EffectiveValue, Layer, LayerState, SETTINGS_FLAG_NOTE, effective_policy,
-};
+use claude_peer_settings::{EffectiveValue, Layer, LayerState, effective_policy};
 use serde_json::json;
+
+/// What every report says files cannot show.
+const SETTINGS_FLAG_NOTE: &str = "a --settings flag on the running Claude Code process sets this too, ranking below managed settings and above user settings, and cannot be seen from files";
 
 struct Layers {
     dir: tempfile::TempDir,

@@ -1,4 +1,5 @@
-//! The integration tests of `claude-peer-settings`, on the real file system.
+//! The integration tests of `claude-peer-settings`, on the real file system, through its
+//! public API (fault injection and real processes are unit tests: `src/tests/`).
 
 // Test code: a failed unwrap is a failed test (clippy.toml allows these in `#[test]` functions;
 // the helpers here are test code too).
@@ -7,5 +8,3 @@
 mod common;
 mod corpus;
 mod effective;
-mod faults;
-mod processes;
