@@ -87,7 +87,11 @@ fn deny() -> Result<(), String> {
 }
 
 fn bench() -> Result<(), String> {
-    cargo(&["bench", "--workspace"])
+    let claude = claude_code()?;
+    need_tmux()?;
+    run(Command::new(cargo_bin())
+        .env(TEST_CLAUDE_VAR, &claude)
+        .args(["bench", "--workspace"]))
 }
 
 /// The Claude Code version the end-to-end tests run.

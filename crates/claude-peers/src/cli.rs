@@ -68,7 +68,7 @@ pub(crate) enum Command {
     /// sent), and the same process confirmed again just before sending. By default a
     /// headless Claude Code sends it with its own SendMessage, driven by a scripted local
     /// model (no API key, no model cost), and reports what the receiver did: accepted or
-    /// held. After --, PROGRAM [ARGS] relays it instead: it gets the target in
+    /// held. After --, a relay program of yours sends it instead: it gets the target in
     /// CLAUDE_PEERS_TARGET_{SESSION_ID,NAME,PID,SOCKET,CWD}, the message on stdin, and
     /// confirms by exiting 0 after printing {"sent":true}.
     Send {

@@ -1,0 +1,170 @@
+//! `claude-peers send` through Claude Code as a whole process, side by side with a bare
+//! `claude -p` run of the same sender, and with the checks alone (a relay program that
+//! confirms at once): where the time of a send goes.
+//!
+//! Receivers are real interactive Claude Code sessions in tmux (accept and hold), their
+//! model a local fake; the sender is the pinned Claude Code `cargo xtask bench` installs.
+// A benchmark that cannot set up should stop loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "../tests/it/receiver.rs"]
+#[allow(dead_code)]
+mod receiver;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use claude_peer_relay::endpoint::{Endpoint, Reply};
+use serde_json::{Value, json};
+
+use receiver::{Receiver, claude};
+
+const ROUNDS: usize = 7;
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort_unstable();
+    times[times.len() / 2]
+}
+
+fn timed(mut command: Command) -> Duration {
+    let started = Instant::now();
+    let out = command.stdin(Stdio::null()).output().unwrap();
+    let took = started.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    took
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo test --benches` asks for a list; there is nothing to list.
+    }
+    let accepting = Receiver::start(Some("accept"), &[]);
+    let holding = Receiver::start(Some("hold"), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let claude = claude();
+    let relay = work.path().join("relay.sh");
+    fs::write(
+        &relay,
+        "#!/bin/sh\ncat >/dev/null\necho '{\"sent\":true}'\n",
+    )
+    .unwrap();
+    fs::set_permissions(&relay, fs::Permissions::from_mode(0o755)).unwrap();
+
+    let send = |receiver: &Receiver, extra: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_claude-peers"));
+        command
+            .arg("--home")
+            .arg(receiver.home.path())
+            .args(["--json", "send", &receiver.session_id, "--message", "bench"])
+            .arg("--managed-settings")
+            .arg(work.path().join("none.json"))
+            .args(extra)
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("XDG_CACHE_HOME", work.path());
+        command
+    };
+    let (model, bare_home) = bare_sender(work.path(), socket_of(&accepting));
+    let bare = || bare_command(&claude, &bare_home, &model, work.path());
+
+    let claude_flag = ["--claude", claude.to_str().unwrap()];
+    let relay_args = ["--", relay.to_str().unwrap()];
+    let mut checks = Vec::new();
+    let mut bares = Vec::new();
+    let mut held = Vec::new();
+    let mut accepted = Vec::new();
+    for _ in 0..ROUNDS {
+        checks.push(timed(send(&accepting, &relay_args)));
+        bares.push(timed(bare()));
+        held.push(timed(send(&holding, &claude_flag)));
+        accepted.push(timed(send(&accepting, &claude_flag)));
+    }
+    let [checks, bare, held, accepted] =
+        [&mut checks, &mut bares, &mut held, &mut accepted].map(|times| median(times));
+    println!("send, {ROUNDS} interleaved rounds, whole processes (medians):");
+    println!("  checks alone (resolve, policy, confirm; relay program)  {checks:>10.1?}");
+    println!("  bare `claude -p` sending the same message               {bare:>10.1?}");
+    println!(
+        "  claude-peers send, receiver holds (notice ends it)      {held:>10.1?}  ({:.2}x bare)",
+        held.as_secs_f64() / bare.as_secs_f64()
+    );
+    println!(
+        "  claude-peers send, receiver accepts (2 s window)        {accepted:>10.1?}  ({:.2}x bare)",
+        accepted.as_secs_f64() / bare.as_secs_f64()
+    );
+    println!(
+        "  where the time goes: held - bare = {:.1?} (hooks, and the receiver's notice); accepted - bare = {:.1?} (hooks, and the {:.1?} receipt window)",
+        held.saturating_sub(bare),
+        accepted.saturating_sub(bare),
+        claude_peer_relay::DEFAULT_RECEIPT_WINDOW,
+    );
+}
+
+fn socket_of(receiver: &Receiver) -> String {
+    fs::read_dir(receiver.home.path().join("sessions"))
+        .unwrap()
+        .flatten()
+        .find_map(|e| {
+            let record: Value = serde_json::from_slice(&fs::read(e.path()).ok()?).ok()?;
+            record["messagingSocketPath"].as_str().map(str::to_owned)
+        })
+        .unwrap()
+}
+
+/// The bare sender's model and home: the same Claude Code and scripted model as a
+/// send, without hooks, receipt window or resolution; it exits after its turn.
+fn bare_sender(work: &Path, socket: String) -> (Endpoint, PathBuf) {
+    let model = Endpoint::start(
+        "bench",
+        Arc::new(move |request: &Value| {
+            let messages = request["messages"].as_array().unwrap();
+            let last = &messages.iter().rev().find(|m| m["role"] == "user").unwrap()["content"];
+            if last.to_string().contains("tool_result") {
+                Reply::Text("Done.".to_owned())
+            } else {
+                Reply::ToolUse {
+                    id: "toolu_bench".to_owned(),
+                    name: "SendMessage".to_owned(),
+                    input: json!({"to": socket, "message": "bench"}),
+                }
+            }
+        }),
+    )
+    .unwrap();
+    let home = work.join("bare-home");
+    fs::create_dir_all(&home).unwrap();
+    fs::write(
+        home.join(".claude.json"),
+        r#"{"hasCompletedOnboarding":true}"#,
+    )
+    .unwrap();
+    (model, home)
+}
+
+fn bare_command(claude: &Path, home: &Path, model: &Endpoint, work: &Path) -> Command {
+    let mut command = Command::new(claude);
+    command
+        .args([
+            "-p",
+            "send it",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .arg("--no-session-persistence")
+        .env("CLAUDE_CONFIG_DIR", home)
+        .env("ANTHROPIC_BASE_URL", model.base_url())
+        .env("ANTHROPIC_API_KEY", "bench")
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .current_dir(work);
+    command
+}
