@@ -178,7 +178,8 @@ impl Receiver {
     /// Runs `claude-peers --json send <this session>` with `args`, the sender's private
     /// home under `cache` (as `XDG_CACHE_HOME`). Sender and receiver share the default
     /// runtime directory: a receiver sends its notices only to a sender whose socket is
-    /// in its own socket directory.
+    /// in its own socket directory. The inherited environment points everywhere else
+    /// (another model, a parent session, a proxy): the sender must replace all of it.
     pub(crate) fn send(&self, cache: &Path, args: &[&str]) -> (i32, Value, String) {
         let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
             .arg("--home")
@@ -188,6 +189,12 @@ impl Receiver {
             .args(args)
             .env_remove("XDG_RUNTIME_DIR")
             .env("XDG_CACHE_HOME", cache)
+            .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+            .env("ANTHROPIC_API_KEY", "sk-ant-inherited")
+            .env("CLAUDECODE", "1")
+            .env("CLAUDE_CODE_MESSAGING_SOCKET", "/nonexistent/parent.sock")
+            .env("CLAUDE_CONFIG_DIR", "/nonexistent/home")
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
             .stdin(Stdio::null())
             .output()
             .unwrap();
