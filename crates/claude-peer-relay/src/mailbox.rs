@@ -38,7 +38,6 @@ pub struct Receipt {
 
 /// Something that happened to a mailbox after a send returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Event {
     /// A receiver's decision about messages sent earlier. `accepted` means no notice
     /// came within the receipt window after the last send to that receiver.

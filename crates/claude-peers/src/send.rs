@@ -53,16 +53,7 @@ pub(crate) fn run(
             "program",
         )
     } else {
-        let claude = find_claude(how.claude)?;
-        let hook = std::env::current_exe().map_err(|err| {
-            Failure::error(
-                "no_hook_program",
-                format!("cannot find this program to run as the sender's hook: {err}"),
-            )
-        })?;
-        let relay = ClaudeRelay::new(claude, vec![hook.into(), crate::HOOK.into()])
-            .from(how.from)
-            .timeout(how.timeout);
+        let relay = claude_relay(how.claude, how.from, how.timeout)?;
         let message = message(how.message)?;
         (
             courier.deliver(home, session_id, &message, &relay)?,
@@ -82,6 +73,27 @@ pub(crate) fn run(
         out.text(&sentence(&delivered))?;
     }
     Ok(Exit::Success)
+}
+
+/// The Claude sender of `send` and `mailbox`: the Claude Code found by
+/// [`find_claude`], with this program as its hook.
+pub(crate) fn claude_relay(
+    claude: Option<PathBuf>,
+    from: String,
+    timeout: Duration,
+) -> Result<ClaudeRelay, Failure> {
+    let claude = find_claude(claude)?;
+    let hook = std::env::current_exe().map_err(|err| {
+        Failure::error(
+            "no_hook_program",
+            format!("cannot find this program to run as the sender's hook: {err}"),
+        )
+    })?;
+    Ok(
+        ClaudeRelay::new(claude, vec![hook.into(), crate::HOOK.into()])
+            .from(from)
+            .timeout(timeout),
+    )
 }
 
 /// The Claude Code to send with: `--claude`, else `claude` on `PATH`.
