@@ -5,6 +5,7 @@
 
 mod claude;
 mod list;
+mod mailbox;
 mod receiver;
 mod resolve;
 mod send;
