@@ -3,12 +3,13 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::time::Duration;
 
 use claude_peer_probe::FileKind;
 use claude_peer_registry::{
     Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Signal, classify_entry_name, judge,
 };
-use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_resolve::{Discovery, Rereads, Scope};
 use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs};
 use claude_peer_testkit::strategy;
 use proptest::collection::vec;
@@ -115,7 +116,8 @@ fn build(
     for entry in entries {
         fs = fs.with_file(&entry.name, entry.file.clone());
     }
-    Discovery::new(processes, fs).with_reread_after(std::time::Duration::ZERO)
+    Discovery::new(processes, fs)
+        .with_rereads(Rereads::new(Duration::ZERO, Duration::from_micros(1)))
 }
 
 /// The verdict the decision table gives one entry, worked out from the generated parts.
@@ -224,4 +226,57 @@ fn a_torn_record_that_is_whole_on_the_second_read_is_live() {
     let scan = discovery.scan(&fake_home(), Scope::Live).unwrap();
     assert_eq!(scan.sessions.len(), 1, "the second read found the record");
     assert_eq!(discovery.fs().reads().len(), 2, "read exactly twice");
+}
+
+/// A live pid's record at `40.json` whose successive reads are `reads`, scanned with
+/// three rereads (waits of 1, 2 and 4 µs).
+fn scan_torn(reads: Vec<Vec<u8>>) -> (Option<Liveness>, Option<String>, usize) {
+    let entries = [GenEntry {
+        name: "40.json".into(),
+        file: FakeFile {
+            kind: FileKind::Regular,
+            owner: UID,
+            modified: None,
+            reads,
+        },
+    }];
+    let mut table = HashMap::new();
+    let mut facts = ProcessFacts::with_signal(Signal::Alive);
+    facts.start_token = Some("100".into());
+    table.insert(40, facts);
+    let discovery = build(&entries, &table).with_rereads(Rereads::new(
+        Duration::from_micros(1),
+        Duration::from_micros(7),
+    ));
+    let scan = discovery.scan(&fake_home(), Scope::All).unwrap();
+    let verdict = scan.sessions.first().map(|s| s.verdict.clone());
+    (
+        verdict.as_ref().map(|v| v.liveness),
+        verdict.and_then(|v| v.reason),
+        discovery.fs().reads().len(),
+    )
+}
+
+#[test]
+fn a_record_torn_on_every_read_but_the_last_of_the_budget_is_live() {
+    let whole = br#"{"pid":40,"sessionId":"s","procStart":"100"}"#.to_vec();
+    let half = br#"{"pid":40,"sessi"#.to_vec();
+    let reads = vec![Vec::new(), half.clone(), half, whole];
+    assert_eq!(scan_torn(reads), (Some(Liveness::Live), None, 4));
+}
+
+#[test]
+fn a_record_torn_for_the_whole_budget_is_unreadable_with_its_reason() {
+    let whole = br#"{"pid":40,"sessionId":"s","procStart":"100"}"#.to_vec();
+    let reads = vec![Vec::new(), Vec::new(), Vec::new(), Vec::new(), whole];
+    let (liveness, reason, reads) = scan_torn(reads);
+    assert_eq!(
+        (liveness, reads),
+        (Some(Liveness::Unreadable), 4),
+        "one read and three rereads, then the verdict"
+    );
+    assert!(
+        reason.unwrap().contains("empty"),
+        "the reason names the rejection"
+    );
 }
