@@ -6,3 +6,4 @@
 mod fakes;
 mod os;
 mod stress;
+mod support;
