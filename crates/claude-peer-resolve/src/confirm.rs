@@ -142,7 +142,10 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         };
         // Claude Code rewrites records in place: a torn one is read again.
         let parsed = self
-            .until_whole(|| self.read_one(&file, pid, status.owner))
+            .until_whole(
+                || self.read_one(&file, pid, status.owner),
+                |parsed| parsed.as_ref().is_err_and(Rejection::is_torn),
+            )
             .map_err(&gone)?;
         parsed.map_err(|rejection| {
             gone(format!(

@@ -23,15 +23,16 @@ use crate::Error;
 /// previous wait, for as long as the waits add up to at most `budget` (and at most
 /// [`Rereads::MAX`] times). Only a record that never parses over the whole budget is
 /// judged by the mtime rule (`unreadable`, or `gone` when the pid's previous owner left
-/// it). [`Rereads::DEFAULT`] waits 1, 2, 4, 8, 16, 32 and 64 ms: 127 ms at most. Only
-/// a live pid's record is ever read again, so leftovers cost nothing here.
+/// it). [`Rereads::DEFAULT`] waits 1, 2, 4 … 128 ms: 255 ms at most. Only a record that
+/// would be `unreadable` is read again (a live pid's, written since its process
+/// started), so leftovers cost nothing here.
 ///
 /// ```
 /// use std::time::Duration;
 /// use claude_peer_resolve::Rereads;
 ///
 /// let ms: Vec<u128> = Rereads::DEFAULT.waits().map(|w| w.as_millis()).collect();
-/// assert_eq!(ms, [1, 2, 4, 8, 16, 32, 64]);
+/// assert_eq!(ms, [1, 2, 4, 8, 16, 32, 64, 128]);
 /// // Tests make it fast: three rereads after 1, 2 and 4 µs.
 /// let quick = Rereads::new(Duration::from_micros(1), Duration::from_micros(7));
 /// assert_eq!(quick.waits().count(), 3);
@@ -44,8 +45,8 @@ pub struct Rereads {
 }
 
 impl Rereads {
-    /// 1 ms, doubling, 127 ms in all.
-    pub const DEFAULT: Self = Self::new(Duration::from_millis(1), Duration::from_millis(127));
+    /// 1 ms, doubling, 255 ms in all.
+    pub const DEFAULT: Self = Self::new(Duration::from_millis(1), Duration::from_millis(255));
     /// No second read: the first one decides.
     pub const NONE: Self = Self::new(Duration::ZERO, Duration::ZERO);
     /// The most rereads of one record, whatever the waits (a zero `first` never grows).
@@ -229,15 +230,16 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         self
     }
 
-    /// Reads with `read` until it gives something but a torn record, waiting as
-    /// [`Rereads`] says between reads; the last result when the budget runs out.
+    /// Reads with `read` for as long as `torn` says it gave a record caught mid-rewrite,
+    /// waiting as [`Rereads`] says between reads; the last read when the budget runs out.
     pub(crate) fn until_whole<T, E>(
         &self,
-        mut read: impl FnMut() -> Result<Result<T, Rejection>, E>,
-    ) -> Result<Result<T, Rejection>, E> {
+        mut read: impl FnMut() -> Result<T, E>,
+        torn: impl Fn(&T) -> bool,
+    ) -> Result<T, E> {
         let mut last = read()?;
         for wait in self.rereads.waits() {
-            if !last.as_ref().is_err_and(Rejection::is_torn) {
+            if !torn(&last) {
                 break;
             }
             thread::sleep(wait);
@@ -338,30 +340,36 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             // Nothing but a live pid can be a live session: its file is never read.
             return None;
         }
-        let mut modified = None;
-        let mut read_once = || {
-            let read = self.read(&file, dir)?;
-            modified = read.modified;
-            Ok(Record::parse(pid, &read.bytes))
-        };
-        let parsed = if signal == Signal::Alive {
-            // Claude Code may be mid-rewrite: read again, with growing waits.
-            self.until_whole(read_once)
+        let facts = if signal == Signal::Alive {
+            self.processes.facts(pid, signal)
         } else {
-            read_once()
+            ProcessFacts::with_signal(signal)
         };
-        let parsed = match parsed {
-            Ok(parsed) => parsed,
+        let domain = reader.pid_domain.as_deref();
+        let read_once = || {
+            let read = self.read(&file, dir)?;
+            Ok((Record::parse(pid, &read.bytes), read.modified))
+        };
+        // A live pid's record may be caught mid-rewrite: it is read again, with growing
+        // waits, for as long as it would be `unreadable` (a torn file its pid's previous
+        // owner left is not waited for).
+        let mid_rewrite = |(parsed, modified): &(Result<Record, Rejection>, _)| {
+            parsed.as_ref().is_err_and(|rejection| {
+                let contents = Contents::Torn {
+                    rejection,
+                    modified: *modified,
+                };
+                rejection.is_torn()
+                    && judge(contents, &facts, domain).liveness == Liveness::Unreadable
+            })
+        };
+        let (parsed, modified) = match self.until_whole(read_once, mid_rewrite) {
+            Ok(read) => read,
             // Removed since it was listed: no longer an entry.
             Err(None) => return None,
             Err(Some(verdict)) => {
                 return (!live_only).then(|| Session::unlisted(file, Some(pid), None, verdict));
             }
-        };
-        let facts = if signal == Signal::Alive {
-            self.processes.facts(pid, signal)
-        } else {
-            ProcessFacts::with_signal(signal)
         };
         let (contents, record) = match &parsed {
             Ok(record) => (Contents::Parsed(record), Some(record)),
@@ -374,7 +382,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             ),
             Err(rejection) => (Contents::Rejected(rejection), None),
         };
-        let verdict = judge(contents, &facts, reader.pid_domain.as_deref());
+        let verdict = judge(contents, &facts, domain);
         if live_only && verdict.liveness != Liveness::Live {
             return None;
         }

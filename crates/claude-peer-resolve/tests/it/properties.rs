@@ -280,3 +280,30 @@ fn a_record_torn_for_the_whole_budget_is_unreadable_with_its_reason() {
         "the reason names the rejection"
     );
 }
+
+#[test]
+fn a_torn_file_its_pids_previous_owner_left_is_not_read_again() {
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let entries = [GenEntry {
+        name: "40.json".into(),
+        file: FakeFile {
+            kind: FileKind::Regular,
+            owner: UID,
+            modified: Some(an_hour_ago),
+            reads: vec![Vec::new()],
+        },
+    }];
+    let mut table = HashMap::new();
+    let mut facts = ProcessFacts::with_signal(Signal::Alive);
+    facts.start_token = Some("100".into());
+    facts.started_at = Some(std::time::SystemTime::now());
+    table.insert(40, facts);
+    let discovery = build(&entries, &table);
+    let scan = discovery.scan(&fake_home(), Scope::All).unwrap();
+    assert_eq!(scan.sessions[0].verdict.liveness, Liveness::Gone);
+    assert_eq!(
+        discovery.fs().reads().len(),
+        1,
+        "a leftover is never waited for"
+    );
+}

@@ -3,15 +3,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::Write as _;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_testkit::registry::{Rewriter, Writes};
 use claude_peer_watch::{Event, Watcher};
 
 use crate::support::{Home, PATIENCE, Sleeper, live_set};
@@ -26,57 +25,24 @@ const TURNOVER: Duration = Duration::from_millis(250);
 /// A session: pid and session id.
 type Key = (u32, String);
 
-/// How a writer rewrites its record, truncating it in place each time.
-#[derive(Debug, Clone, Copy)]
-enum Writes {
-    /// One `write` of the whole record.
-    Single,
-    /// The two halves in two `write`s, back to back.
-    Split,
-    /// A stall of up to 2 ms between the truncate and the write (a loaded machine),
-    /// then a pause of 8 ms: a record that is torn most of the time could not be read
-    /// by anyone, Claude Code included.
-    Stalling,
-}
-
 /// A live session whose record a thread keeps rewriting.
 struct Running {
     key: Key,
     child: Sleeper,
-    stop: Arc<AtomicBool>,
-    writer: JoinHandle<()>,
+    writer: Rewriter,
 }
 
-/// Rewrites `path` with `bodies` in turn until `stop`, counting the rewrites.
-fn rewrite(path: &Path, bodies: &[String; 2], how: Writes, stop: &AtomicBool, count: &AtomicUsize) {
-    let mut n = 0_usize;
-    while !stop.load(Ordering::Relaxed) {
-        let body = bodies[n % 2].as_bytes();
-        n += 1;
-        // In place, as Claude Code does: open with O_TRUNC, write, close.
-        let Ok(mut file) = fs::OpenOptions::new().write(true).truncate(true).open(path) else {
-            return;
-        };
-        match how {
-            Writes::Single => file.write_all(body).unwrap(),
-            Writes::Split => {
-                let (first, second) = body.split_at(body.len() / 2);
-                file.write_all(first).unwrap();
-                file.write_all(second).unwrap();
-            }
-            Writes::Stalling => {
-                thread::sleep(Duration::from_micros(((n * 397) % 2000) as u64));
-                file.write_all(body).unwrap();
-            }
-        }
-        drop(file);
-        count.fetch_add(1, Ordering::Relaxed);
-        let pause = if matches!(how, Writes::Stalling) {
-            8000
-        } else {
-            200
-        };
-        thread::sleep(Duration::from_micros(pause));
+/// How the `n`th session's record is rewritten, and the pause after each rewrite: 2 ms
+/// (some 2,000 rewrites a second in all), 8 ms for stalling writers (a record torn most
+/// of the time could not be read by anyone, Claude Code included).
+fn writes(n: usize) -> (Writes, Duration) {
+    match n % 3 {
+        0 => (Writes::Single, Duration::from_millis(2)),
+        1 => (Writes::Split, Duration::from_millis(2)),
+        _ => (
+            Writes::Stalling(Duration::from_millis(2)),
+            Duration::from_millis(8),
+        ),
     }
 }
 
@@ -85,7 +51,7 @@ struct Registry {
     /// Sessions established (record written, process running) and not ending: the
     /// ones every scan, resolution and the watch must see live.
     stable: Arc<Mutex<BTreeMap<u32, String>>>,
-    rewrites: Arc<AtomicUsize>,
+    rewrites: usize,
     started: usize,
 }
 
@@ -94,7 +60,7 @@ impl Registry {
         let child = Sleeper::spawn();
         let pid = child.pid();
         let id = format!("stress-{}", self.started);
-        let how = [Writes::Single, Writes::Split, Writes::Stalling][self.started % 3];
+        let (how, pause) = writes(self.started);
         self.started += 1;
         let bodies = [
             self.home.body(pid, &id, "idle"),
@@ -102,23 +68,19 @@ impl Registry {
         ];
         fs::write(self.home.file(pid), &bodies[0]).unwrap();
         self.stable.lock().unwrap().insert(pid, id.clone());
-        let stop = Arc::new(AtomicBool::new(false));
-        let (path, flag, count) = (self.home.file(pid), stop.clone(), self.rewrites.clone());
-        let writer = thread::spawn(move || rewrite(&path, &bodies, how, &flag, &count));
+        let writer = Rewriter::start(self.home.file(pid), bodies, how, pause);
         Running {
             key: (pid, id),
             child,
-            stop,
             writer,
         }
     }
 
     /// Ends a session: cleanly (its record removed, then the process exits) or by a
     /// crash (the process is killed, its record stays behind).
-    fn end(&self, mut session: Running, crash: bool) -> Key {
+    fn end(&mut self, mut session: Running, crash: bool) -> Key {
         self.stable.lock().unwrap().remove(&session.key.0);
-        session.stop.store(true, Ordering::Relaxed);
-        session.writer.join().unwrap();
+        self.rewrites += session.writer.stop();
         if !crash {
             fs::remove_file(self.home.file(session.key.0)).unwrap();
         }
@@ -215,7 +177,7 @@ fn scans_resolutions_and_the_watch_never_flicker_under_in_place_rewrites() {
     let mut registry = Registry {
         home: Home::new(),
         stable: Arc::new(Mutex::new(BTreeMap::new())),
-        rewrites: Arc::new(AtomicUsize::new(0)),
+        rewrites: 0,
         started: 0,
     };
     let mut running: Vec<Running> = (0..SESSIONS).map(|_| registry.start()).collect();
@@ -247,19 +209,19 @@ fn scans_resolutions_and_the_watch_never_flicker_under_in_place_rewrites() {
         ended.push(registry.end(oldest, ended.len() % 2 == 1));
         running.push(registry.start());
     }
-    for session in &running {
-        session.stop.store(true, Ordering::Relaxed);
+    let mut live = Vec::new();
+    let mut children = Vec::new();
+    for session in running {
+        registry.rewrites += session.writer.stop();
+        live.push(session.key);
+        children.push(session.child);
     }
+    live.sort();
     let (scan_failures, scans, resolves) = {
         stop.store(true, Ordering::Relaxed);
         scan.join().unwrap()
     };
     let (events, watch_failures, view) = watch.join().unwrap();
-    let mut live: Vec<Key> = running.iter().map(|r| r.key.clone()).collect();
-    live.sort();
-    for session in running {
-        session.writer.join().unwrap();
-    }
 
     assert_eq!(
         scan_failures,
@@ -293,7 +255,7 @@ fn scans_resolutions_and_the_watch_never_flicker_under_in_place_rewrites() {
     assert_eq!(view, live, "the watch ends with the live sessions");
     eprintln!(
         "{} rewrites, {} sessions ended, {scans} scans, {resolves} resolutions, {} events",
-        registry.rewrites.load(Ordering::Relaxed),
+        registry.rewrites,
         ended.len(),
         events.len()
     );
