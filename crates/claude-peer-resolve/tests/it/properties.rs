@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use claude_peer_probe::FileKind;
 use claude_peer_registry::{
-    Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Signal, classify_entry_name, judge,
+    Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Rejection, Signal,
+    classify_entry_name, judge,
 };
 use claude_peer_resolve::{Discovery, Rereads, Scope};
 use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs};
@@ -135,10 +136,19 @@ fn expected(entry: &GenEntry, table: &HashMap<u32, ProcessFacts>) -> Option<Live
         .cloned()
         .unwrap_or_else(ProcessFacts::gone);
     let first = Record::parse(pid, &entry.file.reads[0]);
+    // Read again only what would be unreadable: a live pid's torn record, not one its
+    // previous owner left or one no session can be at (a thread id).
+    let mid_rewrite = |rejection: &Rejection| {
+        let torn = Contents::Torn {
+            rejection,
+            modified: entry.file.modified,
+        };
+        rejection.is_torn()
+            && facts.signal == Signal::Alive
+            && judge(torn, &facts, Some(OURS)).liveness == Liveness::Unreadable
+    };
     let parsed = match (&first, entry.file.reads.get(1)) {
-        (Err(r), Some(second)) if r.is_torn() && facts.signal == Signal::Alive => {
-            Record::parse(pid, second)
-        }
+        (Err(r), Some(second)) if mid_rewrite(r) => Record::parse(pid, second),
         _ => first,
     };
     let facts = if facts.signal == Signal::Alive {
