@@ -248,11 +248,6 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
         &self.warnings
     }
 
-    /// The discovery that judges entries.
-    pub const fn discovery(&self) -> &Discovery<P, F> {
-        &self.discovery
-    }
-
     /// When something is due without any notice: a settled entry, a rescan or a poll.
     fn next_due(&self) -> Instant {
         let mut due = self.rescan_at;
@@ -285,7 +280,7 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
                 }
                 Notice::Writing(name) => {
                     if let EntryName::Record(pid) = classify_entry_name(&name) {
-                        let at = Instant::now() + self.timing.settle;
+                        let at = later(Instant::now(), self.timing.settle);
                         self.settling.entry(pid).or_insert(at);
                     }
                 }
@@ -309,7 +304,7 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
             self.rejudge(pid)?;
         }
         if now >= self.poll_at {
-            self.poll_at = now + self.timing.poll_every;
+            self.poll_at = later(now, self.timing.poll_every);
             let unwatched: Vec<Pid> = self
                 .live
                 .iter()
@@ -362,7 +357,7 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
         } else {
             self.timing.poll_every
         };
-        self.rescan_at = Instant::now() + every;
+        self.rescan_at = later(Instant::now(), every);
         Ok(())
     }
 
@@ -408,6 +403,13 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
         }
         Ok(())
     }
+}
+
+/// `by` after `now`; a wait longer than a day is cut to a day (it only costs a rescan),
+/// so that no `Timing` can overflow the clock.
+fn later(now: Instant, by: Duration) -> Instant {
+    const A_DAY: Duration = Duration::from_secs(86_400);
+    now.checked_add(by.min(A_DAY)).unwrap_or(now)
 }
 
 impl<P, F, N: AsFd> AsFd for Watcher<P, F, N> {

@@ -219,40 +219,35 @@ proptest! {
 #[test]
 fn a_torn_record_that_is_whole_on_the_second_read_is_live() {
     let whole = br#"{"pid":40,"sessionId":"s","procStart":"100"}"#.to_vec();
-    let entries = [GenEntry {
-        name: "40.json".into(),
-        file: FakeFile {
-            kind: FileKind::Regular,
-            owner: UID,
-            modified: None,
-            reads: vec![Vec::new(), whole],
-        },
-    }];
-    let mut table = HashMap::new();
-    let mut facts = ProcessFacts::with_signal(Signal::Alive);
-    facts.start_token = Some("100".into());
-    table.insert(40, facts);
-    let discovery = build(&entries, &table);
-    let scan = discovery.scan(&fake_home(), Scope::Live).unwrap();
-    assert_eq!(scan.sessions.len(), 1, "the second read found the record");
-    assert_eq!(discovery.fs().reads().len(), 2, "read exactly twice");
+    let reads = vec![Vec::new(), whole];
+    assert_eq!(
+        scan_torn(reads, None),
+        (Some(Liveness::Live), None, 2),
+        "read exactly twice"
+    );
 }
 
 /// A live pid's record at `40.json` whose successive reads are `reads`, scanned with
-/// three rereads (waits of 1, 2 and 4 µs).
-fn scan_torn(reads: Vec<Vec<u8>>) -> (Option<Liveness>, Option<String>, usize) {
+/// three rereads (waits of 1, 2 and 4 µs); `age` is how long before the process
+/// started the file was last modified.
+fn scan_torn(
+    reads: Vec<Vec<u8>>,
+    age: Option<Duration>,
+) -> (Option<Liveness>, Option<String>, usize) {
+    let now = std::time::SystemTime::now();
     let entries = [GenEntry {
         name: "40.json".into(),
         file: FakeFile {
             kind: FileKind::Regular,
             owner: UID,
-            modified: None,
+            modified: age.map(|age| now - age),
             reads,
         },
     }];
     let mut table = HashMap::new();
     let mut facts = ProcessFacts::with_signal(Signal::Alive);
     facts.start_token = Some("100".into());
+    facts.started_at = Some(now);
     table.insert(40, facts);
     let discovery = build(&entries, &table).with_rereads(Rereads::new(
         Duration::from_micros(1),
@@ -272,14 +267,14 @@ fn a_record_torn_on_every_read_but_the_last_of_the_budget_is_live() {
     let whole = br#"{"pid":40,"sessionId":"s","procStart":"100"}"#.to_vec();
     let half = br#"{"pid":40,"sessi"#.to_vec();
     let reads = vec![Vec::new(), half.clone(), half, whole];
-    assert_eq!(scan_torn(reads), (Some(Liveness::Live), None, 4));
+    assert_eq!(scan_torn(reads, None), (Some(Liveness::Live), None, 4));
 }
 
 #[test]
 fn a_record_torn_for_the_whole_budget_is_unreadable_with_its_reason() {
     let whole = br#"{"pid":40,"sessionId":"s","procStart":"100"}"#.to_vec();
     let reads = vec![Vec::new(), Vec::new(), Vec::new(), Vec::new(), whole];
-    let (liveness, reason, reads) = scan_torn(reads);
+    let (liveness, reason, reads) = scan_torn(reads, None);
     assert_eq!(
         (liveness, reads),
         (Some(Liveness::Unreadable), 4),
@@ -293,27 +288,8 @@ fn a_record_torn_for_the_whole_budget_is_unreadable_with_its_reason() {
 
 #[test]
 fn a_torn_file_its_pids_previous_owner_left_is_not_read_again() {
-    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
-    let entries = [GenEntry {
-        name: "40.json".into(),
-        file: FakeFile {
-            kind: FileKind::Regular,
-            owner: UID,
-            modified: Some(an_hour_ago),
-            reads: vec![Vec::new()],
-        },
-    }];
-    let mut table = HashMap::new();
-    let mut facts = ProcessFacts::with_signal(Signal::Alive);
-    facts.start_token = Some("100".into());
-    facts.started_at = Some(std::time::SystemTime::now());
-    table.insert(40, facts);
-    let discovery = build(&entries, &table);
-    let scan = discovery.scan(&fake_home(), Scope::All).unwrap();
-    assert_eq!(scan.sessions[0].verdict.liveness, Liveness::Gone);
-    assert_eq!(
-        discovery.fs().reads().len(),
-        1,
-        "a leftover is never waited for"
-    );
+    let an_hour = Some(Duration::from_secs(3600));
+    let (liveness, _, reads) = scan_torn(vec![Vec::new()], an_hour);
+    assert_eq!(liveness, Some(Liveness::Gone));
+    assert_eq!(reads, 1, "a leftover is never waited for");
 }

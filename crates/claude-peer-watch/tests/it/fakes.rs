@@ -276,13 +276,19 @@ proptest! {
     }
 }
 
-#[test]
-fn a_live_session_caught_torn_keeps_its_state_until_its_process_exits() {
-    let fakes = fakes();
+/// Pid 100 runs (start token `t1`) and has written its record.
+fn start_live(fakes: &Fakes) -> Pid {
     let p = pid(100);
     *fakes.0.get() = FakeProcessTable::new(UID, Some(DOMAIN)).with_live(p, "t1");
     let whole = record(p, Some("t1"), "idle", 1);
     fakes.1.get().put(&name(p), FakeFile::regular(UID, whole));
+    p
+}
+
+#[test]
+fn a_live_session_caught_torn_keeps_its_state_until_its_process_exits() {
+    let fakes = fakes();
+    let p = start_live(&fakes);
     let mut watcher = watch(&fakes, QUIET);
     assert!(matches!(
         drain(&mut watcher).as_slice(),
@@ -341,12 +347,7 @@ fn without_notices_the_registry_is_polled() {
         ..QUIET
     };
     let mut watcher = watch(&fakes, timing);
-    let p = pid(100);
-    *fakes.0.get() = FakeProcessTable::new(UID, Some(DOMAIN)).with_live(p, "t1");
-    fakes.1.get().put(
-        &name(p),
-        FakeFile::regular(UID, record(p, Some("t1"), "idle", 1)),
-    );
+    let p = start_live(&fakes);
     let event = watcher.next_event(Duration::from_secs(20)).unwrap();
     assert!(matches!(event, Some(Event::Appeared(s)) if s.pid == Some(p)));
 }
@@ -359,12 +360,7 @@ fn a_write_nobody_closes_is_read_once_it_has_settled() {
         ..QUIET
     };
     let mut watcher = watch(&fakes, timing);
-    let p = pid(100);
-    *fakes.0.get() = FakeProcessTable::new(UID, Some(DOMAIN)).with_live(p, "t1");
-    fakes.1.get().put(
-        &name(p),
-        FakeFile::regular(UID, record(p, Some("t1"), "idle", 1)),
-    );
+    let p = start_live(&fakes);
     fakes.2.get().notify(Notice::Writing(name(p).into()));
     assert_eq!(
         watcher.next_event(Duration::ZERO).unwrap(),
