@@ -237,7 +237,8 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
         }
     }
 
-    /// The live sessions as the events so far have told them, by pid.
+    /// The live sessions as the watch sees them now, by pid (the events not yet taken
+    /// included).
     pub fn sessions(&self) -> impl Iterator<Item = &Session> {
         self.live.values().map(|live| &live.session)
     }
