@@ -188,8 +188,9 @@ pub struct Rewriter {
 
 impl Rewriter {
     /// Rewrites `path` (which must exist: a rewrite never creates it) with `bodies` in
-    /// turn, as `how` says, pausing `pause` after each rewrite. Stops by itself when
-    /// the file is removed.
+    /// turn, as `how` says, pausing about `pause` after each rewrite (spread evenly
+    /// between half and one and a half times it: real writes keep no beat a reader
+    /// could fall in step with). Stops by itself when the file is removed.
     #[must_use]
     pub fn start(path: PathBuf, bodies: [String; 2], how: Writes, pause: Duration) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
@@ -202,7 +203,7 @@ impl Rewriter {
                     break;
                 }
                 n += 1;
-                thread::sleep(pause);
+                thread::sleep(pause / 2 + pause * spread(n) / 1000);
             }
             n
         });
@@ -247,10 +248,13 @@ fn rewrite(path: &Path, body: &[u8], how: Writes, n: usize) -> io::Result<()> {
             file.write_all(second)
         }
         Writes::Stalling(most) => {
-            // An even spread over [0, most), by a stride prime to 1000.
-            let permille = u32::try_from((n * 397) % 1000).unwrap_or(0);
-            thread::sleep(most * permille / 1000);
+            thread::sleep(most * spread(n + 500) / 1000);
             file.write_all(body)
         }
     }
+}
+
+/// The `n`th of a sequence spread evenly over 0..1000 (a stride prime to 1000).
+fn spread(n: usize) -> u32 {
+    u32::try_from((n * 397) % 1000).unwrap_or(0)
 }
