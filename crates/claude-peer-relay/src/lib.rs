@@ -68,6 +68,7 @@ mod command;
 mod deliver;
 pub mod endpoint;
 mod error;
+mod group;
 pub mod hook;
 mod mailbox;
 mod relay;
