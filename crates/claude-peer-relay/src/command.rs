@@ -1,16 +1,17 @@
 //! A relay that runs a program the user names.
 
 use std::collections::VecDeque;
-use std::ffi::{OsStr, OsString};
-use std::io::{self, Read, Write};
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustix::process::Signal;
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::io::ioctl_fionbio;
+use rustix::process::{Pid as RawPid, PidfdFlags, Signal, pidfd_open};
 
 use crate::group::Group;
 use crate::{Confirmation, Relay, RelayFailure, Target};
@@ -109,24 +110,6 @@ impl CommandRelay {
         self
     }
 
-    /// The program.
-    #[must_use]
-    pub fn program(&self) -> &OsStr {
-        &self.program
-    }
-
-    /// The arguments.
-    #[must_use]
-    pub fn get_args(&self) -> &[OsString] {
-        &self.args
-    }
-
-    /// The timeout.
-    #[must_use]
-    pub const fn get_timeout(&self) -> Duration {
-        self.timeout
-    }
-
     fn spawn(&self, target: &Target) -> io::Result<Child> {
         let mut command = Command::new(&self.program);
         command
@@ -166,23 +149,12 @@ impl Relay for CommandRelay {
         let child = self
             .spawn(target)
             .map_err(|err| RelayFailure::new(format!("cannot start the {name}: {err}")))?;
-        let mut running = Running::new(child);
-        let outcome = running.watch(message, self.timeout);
-        match outcome {
+        let mut group = Group::new(child);
+        match watch(&mut group, message, self.timeout) {
             Ok(run) => run.verdict(&name),
-            Err(err) => Err(RelayFailure::new(format!(
-                "cannot run the {name}: {err}{}",
-                running.stderr_note()
-            ))),
+            Err(err) => Err(RelayFailure::new(format!("cannot run the {name}: {err}"))),
         }
     }
-}
-
-/// A started relay process, killed with its group and reaped if dropped before it was.
-struct Running {
-    group: Group,
-    stderr: Arc<Mutex<Tail>>,
-    stdout: Arc<Mutex<Lines>>,
 }
 
 /// What one run of a relay came to.
@@ -195,93 +167,132 @@ struct Run {
     stdout: Lines,
 }
 
-impl Running {
-    fn new(child: Child) -> Self {
-        Self {
-            group: Group::new(child),
-            stderr: Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES))),
-            stdout: Arc::new(Mutex::new(Lines::default())),
-        }
+/// Feeds the message, drains the output and waits for the exit in one `poll` over the
+/// child's pidfd and its pipes (non-blocking, so a relay that reads no stdin or fills a
+/// pipe cannot stall us), killing the process group at the timeout. After the exit, the
+/// pipes get [`DRAIN_GRACE`] to close: something the relay left running may hold them.
+fn watch(group: &mut Group, message: &str, timeout: Duration) -> io::Result<Run> {
+    let deadline = Instant::now().checked_add(timeout);
+    let pid = RawPid::from_raw(group.child.id().cast_signed());
+    // Without pidfds (old kernels), the exit is looked for every few milliseconds.
+    let pidfd = pid.and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok());
+    let mut stdin = group.child.stdin.take();
+    let mut stdout = group.child.stdout.take();
+    let mut stderr = group.child.stderr.take();
+    for fd in [
+        stdin.as_ref().map(AsFd::as_fd),
+        stdout.as_ref().map(AsFd::as_fd),
+        stderr.as_ref().map(AsFd::as_fd),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        ioctl_fionbio(fd, true)?;
     }
-
-    /// Feeds the message, drains the output and waits for the exit, killing the
-    /// process group at the timeout.
-    fn watch(&mut self, message: &str, timeout: Duration) -> io::Result<Run> {
-        let deadline = Instant::now().checked_add(timeout);
-        let (done_tx, done_rx) = mpsc::channel::<()>();
-        let mut drains = 0;
-        if let Some(mut stderr) = self.group.child.stderr.take() {
-            let tail = Arc::clone(&self.stderr);
-            spawn_named("relay-stderr", done_tx.clone(), move || {
-                drain(&mut stderr, STDERR_TAIL_BYTES, |chunk| {
-                    lock(&tail).push(chunk);
-                });
-            })?;
-            drains += 1;
+    let mut input = message.as_bytes();
+    let mut run = Run {
+        status: None,
+        timeout,
+        stdin_error: None,
+        stderr: Tail::new(STDERR_TAIL_BYTES),
+        stdout: Lines::default(),
+    };
+    let mut ended_at: Option<Instant> = None;
+    let mut buf = vec![0; 8192];
+    loop {
+        if ended_at.is_none()
+            && let Some(status) = group.try_wait()?
+        {
+            run.status = Some(status);
+            ended_at = Some(Instant::now());
         }
-        if let Some(mut stdout) = self.group.child.stdout.take() {
-            let lines = Arc::clone(&self.stdout);
-            spawn_named("relay-stdout", done_tx, move || {
-                drain(&mut stdout, 8192, |chunk| lock(&lines).push(chunk));
-                lock(&lines).finish();
-            })?;
-            drains += 1;
-        }
-        let (stdin_tx, stdin_rx) = mpsc::channel::<io::Error>();
-        if let Some(mut stdin) = self.group.child.stdin.take() {
-            let bytes = message.as_bytes().to_vec();
-            // Its own thread: a relay that reads no stdin must not block us. The thread
-            // ends when the write completes or the pipe's last reader is gone.
-            thread::Builder::new()
-                .name("relay-stdin".to_owned())
-                .spawn(move || {
-                    if let Err(err) = stdin.write_all(&bytes).and_then(|()| stdin.flush())
-                        && err.kind() != io::ErrorKind::BrokenPipe
-                    {
-                        let _ = stdin_tx.send(err);
-                    }
-                })?;
-        }
-        let status = self.wait(deadline)?;
-        if status.is_none() {
-            self.kill_and_reap();
-        }
-        wait_drained(&done_rx, drains, Instant::now() + DRAIN_GRACE);
-        Ok(Run {
-            status,
-            timeout,
-            stdin_error: stdin_rx.try_recv().ok(),
-            stderr: lock(&self.stderr).clone(),
-            stdout: lock(&self.stdout).clone(),
-        })
-    }
-
-    /// Polls for the exit until `deadline`; `None` when it is still running then.
-    fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Option<ExitStatus>> {
-        let mut pause = Duration::from_millis(1);
-        loop {
-            if let Some(status) = self.group.try_wait()? {
-                return Ok(Some(status));
+        let now = Instant::now();
+        let until = match ended_at {
+            Some(_) if stdout.is_none() && stderr.is_none() => break,
+            Some(at) if now >= at + DRAIN_GRACE => break,
+            Some(at) => at + DRAIN_GRACE,
+            None if deadline.is_some_and(|d| now >= d) => {
+                group.kill_and_reap();
+                ended_at = Some(now);
+                continue;
             }
-            let now = Instant::now();
-            let left = match deadline {
-                Some(deadline) if deadline <= now => return Ok(None),
-                Some(deadline) => deadline - now,
-                None => pause,
-            };
-            thread::sleep(pause.min(left));
-            pause = (pause * 2).min(Duration::from_millis(50));
+            None => deadline.unwrap_or(now + Duration::from_secs(3600)),
+        };
+        let wait = if pidfd.is_some() || ended_at.is_some() {
+            until - now
+        } else {
+            (until - now).min(Duration::from_millis(5))
+        };
+        // The pidfd only wakes the wait: the next turn reaps the relay.
+        let pidfd = pidfd.as_ref().filter(|_| ended_at.is_none());
+        let [_, out_ready, err_ready, in_ready] = ready(
+            [
+                watched(pidfd.map(AsFd::as_fd), PollFlags::IN),
+                watched(stdout.as_ref().map(AsFd::as_fd), PollFlags::IN),
+                watched(stderr.as_ref().map(AsFd::as_fd), PollFlags::IN),
+                watched(stdin.as_ref().map(AsFd::as_fd), PollFlags::OUT),
+            ],
+            wait,
+        )?;
+        if out_ready && !read_some(&mut stdout, &mut buf, |chunk| run.stdout.push(chunk)) {
+            run.stdout.finish();
+        }
+        if err_ready {
+            read_some(&mut stderr, &mut buf, |chunk| run.stderr.push(chunk));
+        }
+        if in_ready && let Some(pipe) = &stdin {
+            match rustix::io::write(pipe, input) {
+                Ok(n) => input = &input[n..],
+                Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::PIPE) => input = &[],
+                Err(err) => {
+                    run.stdin_error = Some(err.into());
+                    input = &[];
+                }
+            }
+            if input.is_empty() {
+                stdin = None; // Closing it tells the relay the message is whole.
+            }
         }
     }
+    Ok(run)
+}
 
-    /// Kills the whole process group (what the relay started too), then reaps the relay.
-    fn kill_and_reap(&mut self) {
-        self.group.kill_and_reap();
+/// Polls the fds present in `slots` up to `wait`; which of the slots are ready.
+fn ready<const N: usize>(slots: [Option<PollFd<'_>>; N], wait: Duration) -> io::Result<[bool; N]> {
+    let present = slots.each_ref().map(Option::is_some);
+    let mut fds: Vec<PollFd<'_>> = slots.into_iter().flatten().collect();
+    let timeout = Timespec::try_from(wait).unwrap_or(Timespec {
+        tv_sec: 3600,
+        tv_nsec: 0,
+    });
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+        Err(err) => return Err(err.into()),
     }
+    let mut events = fds.iter().map(|fd| !fd.revents().is_empty());
+    Ok(present.map(|here| here && events.next().unwrap_or(false)))
+}
 
-    fn stderr_note(&self) -> String {
-        lock(&self.stderr).note()
+/// `fd` polled for `flags`, when there is one.
+fn watched(fd: Option<BorrowedFd<'_>>, flags: PollFlags) -> Option<PollFd<'_>> {
+    fd.map(|fd| PollFd::from_borrowed_fd(fd, flags))
+}
+
+/// Reads what `pipe` has now into `sink`; closes it (and says `false`) at its end.
+fn read_some<P: AsFd>(pipe: &mut Option<P>, buf: &mut [u8], mut sink: impl FnMut(&[u8])) -> bool {
+    let Some(fd) = pipe else { return false };
+    match rustix::io::read(&*fd, &mut *buf) {
+        Ok(0) => {}
+        Ok(n) => {
+            sink(&buf[..n]);
+            return true;
+        }
+        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => return true,
+        Err(_) => {}
     }
+    *pipe = None;
+    false
 }
 
 impl Run {
@@ -475,51 +486,6 @@ impl Tail {
             format!("; the last {} bytes of its stderr: {text}", self.cap)
         } else {
             format!("; its stderr: {text}")
-        }
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Reads `source` to its end in chunks of at most `chunk` bytes, handing each to `sink`.
-fn drain(source: &mut impl Read, chunk: usize, mut sink: impl FnMut(&[u8])) {
-    let mut buf = vec![0; chunk];
-    loop {
-        match source.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => sink(&buf[..n]),
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return,
-        }
-    }
-}
-
-/// Runs `work` on a named thread that says when it is done; never joined, so a pipe
-/// held open by something the relay left running cannot hold us.
-fn spawn_named(
-    name: &str,
-    done: mpsc::Sender<()>,
-    work: impl FnOnce() + Send + 'static,
-) -> io::Result<()> {
-    thread::Builder::new()
-        .name(name.to_owned())
-        .spawn(move || {
-            work();
-            let _ = done.send(());
-        })?;
-    Ok(())
-}
-
-/// Waits until `count` drains are done or `deadline` passes.
-fn wait_drained(done: &Receiver<()>, count: usize, deadline: Instant) {
-    let mut left = count;
-    while left > 0 {
-        let timeout = deadline.saturating_duration_since(Instant::now());
-        match done.recv_timeout(timeout) {
-            Ok(()) => left -= 1,
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return,
         }
     }
 }
