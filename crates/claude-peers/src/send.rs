@@ -28,13 +28,27 @@ pub(crate) struct How {
 }
 
 #[derive(Debug, Serialize)]
-struct DeliveredJson<'a> {
+pub(crate) struct DeliveredJson<'a> {
     delivered: bool,
     session: SessionJson<'a>,
     inbound: &'static str,
     via: &'static str,
     receipt: Option<&'static str>,
     msg_id: Option<&'a str>,
+}
+
+impl<'a> DeliveredJson<'a> {
+    /// `via` is `claude` or `program`.
+    pub(crate) fn new(delivered: &'a Delivered, via: &'static str) -> Self {
+        Self {
+            delivered: true,
+            session: SessionJson::new(&delivered.session),
+            inbound: delivered.inbound.as_str(),
+            via,
+            receipt: delivered.receipt.map(Outcome::as_str),
+            msg_id: delivered.msg_id.as_deref(),
+        }
+    }
 }
 
 pub(crate) fn run(
@@ -53,16 +67,7 @@ pub(crate) fn run(
             "program",
         )
     } else {
-        let claude = find_claude(how.claude)?;
-        let hook = std::env::current_exe().map_err(|err| {
-            Failure::error(
-                "no_hook_program",
-                format!("cannot find this program to run as the sender's hook: {err}"),
-            )
-        })?;
-        let relay = ClaudeRelay::new(claude, vec![hook.into(), crate::HOOK.into()])
-            .from(how.from)
-            .timeout(how.timeout);
+        let relay = claude_relay(how.claude, how.from, how.timeout)?;
         let message = message(how.message)?;
         (
             courier.deliver(home, session_id, &message, &relay)?,
@@ -70,18 +75,32 @@ pub(crate) fn run(
         )
     };
     if out.json {
-        out.json(&DeliveredJson {
-            delivered: true,
-            session: SessionJson::new(&delivered.session),
-            inbound: delivered.inbound.as_str(),
-            via,
-            receipt: delivered.receipt.map(Outcome::as_str),
-            msg_id: delivered.msg_id.as_deref(),
-        })?;
+        out.json(&DeliveredJson::new(&delivered, via))?;
     } else {
         out.text(&sentence(&delivered))?;
     }
     Ok(Exit::Success)
+}
+
+/// The Claude relay: `claude` (else `claude` on `PATH`) as the sender, this program
+/// as its hooks.
+pub(crate) fn claude_relay(
+    claude: Option<PathBuf>,
+    from: String,
+    timeout: Duration,
+) -> Result<ClaudeRelay, Failure> {
+    let claude = find_claude(claude)?;
+    let hook = std::env::current_exe().map_err(|err| {
+        Failure::error(
+            "no_hook_program",
+            format!("cannot find this program to run as the sender's hook: {err}"),
+        )
+    })?;
+    Ok(
+        ClaudeRelay::new(claude, vec![hook.into(), crate::HOOK.into()])
+            .from(from)
+            .timeout(timeout),
+    )
 }
 
 /// The Claude Code to send with: `--claude`, else `claude` on `PATH`.

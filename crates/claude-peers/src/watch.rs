@@ -25,7 +25,7 @@ use crate::view::{SessionJson, now_ms, status_text};
 /// How often to rescan with nothing else to wake us: catches pid reuse without writes.
 const RESCAN_EVERY: Duration = Duration::from_secs(2);
 /// How often to rescan when polling is all there is.
-const POLL_EVERY: Duration = Duration::from_millis(200);
+pub(crate) const POLL_EVERY: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Serialize)]
 struct Event<'a> {
