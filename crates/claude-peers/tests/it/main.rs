@@ -5,6 +5,7 @@
 
 mod claude;
 mod list;
+mod mcp;
 mod receiver;
 mod resolve;
 mod send;
