@@ -6,6 +6,7 @@
 mod claude;
 mod list;
 mod mcp;
+mod mcp_claude;
 mod receiver;
 mod resolve;
 mod send;
