@@ -1,15 +1,15 @@
 //! The sender's hooks: this project's own code, run by the headless Claude Code sender
 //! at the two moments that matter.
 //!
-//! - **`pre-tool-use PLAN`**, before every tool call: allows exactly the one
-//!   `SendMessage` the plan names (same `to`, byte-identical `message`, once), and only
-//!   while the same pid, with the same start token, still runs the same session id.
-//!   Everything else is blocked (exit 2), and a refusal is written beside the plan so
-//!   the relay reports it in this project's terms.
-//! - **`user-prompt-submit`**, before every prompt: blocks (exit 2) every queued
-//!   cross-session message, delivery notice and idle notice, so none reaches the
-//!   (scripted) model; Claude Code then prints its whole text on stdout, where the relay
-//!   reads it.
+//! - **`pre-tool-use PLANS`**, before every tool call: allows a `SendMessage` only as
+//!   planned in `PLANS/<tool_use_id>.json` (same `to`, byte-identical `message`, the same
+//!   idle subscription, once), and only while the same pid, with the same start token,
+//!   still runs the same session id. Everything else is blocked (exit 2), and a refusal
+//!   is written beside the plan so the relay reports it in this project's terms.
+//! - **`user-prompt-submit`**, before every prompt: lets only this project's own send
+//!   prompts through and blocks (exit 2) everything else (cross-session messages,
+//!   delivery and idle notices), so none reaches the (scripted) model; Claude Code then
+//!   prints its whole text on stdout, where the relay reads it.
 //!
 //! Claude Code runs hooks as commands, so they must be a program: `claude-peers hook …`,
 //! or any binary of a harness that calls [`run`] with its arguments.
@@ -27,13 +27,8 @@ use serde_json::Value;
 /// The largest hook input read from stdin: a 64 KiB message, JSON-escaped, with room.
 const MAX_INPUT_BYTES: u64 = 1024 * 1024;
 
-/// The texts that open an inbound prompt: a message from another session, and the two
-/// kinds of notice Claude Code queues for a sender.
-pub(crate) const INBOUND_MARKERS: [&str; 3] = [
-    "<cross-session-message",
-    "[Cross-session delivery notice]",
-    "[Cross-session idle notice]",
-];
+/// How this project's send prompts begin; every other prompt is kept from the model.
+pub(crate) const PROMPT_PREFIX: &str = "claude-peers send ";
 
 /// The one tool call a sender may make, and whom it must still reach.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,13 +42,37 @@ pub(crate) struct Plan {
     /// `SendMessage`'s `to`: the target's socket path.
     pub(crate) to: String,
     pub(crate) message: String,
+    /// A pure idle subscription (`message` empty) rather than a message.
+    pub(crate) notify_when_idle: bool,
 }
 
 impl Plan {
+    /// The plan of sending `message` to `target`.
+    pub(crate) fn of(target: &crate::Target, message: &str) -> Self {
+        Self {
+            home: target.home.clone(),
+            session_id: target.session_id.clone(),
+            pid: target.pid.get(),
+            proc_start: target.proc_start.clone(),
+            to: target.socket.to_string_lossy().into_owned(),
+            message: message.to_owned(),
+            notify_when_idle: false,
+        }
+    }
+
     /// Writes the plan to `path` (created, never followed through a link).
     pub(crate) fn write(&self, path: &Path) -> io::Result<()> {
         let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
         file.write_all(&serde_json::to_vec(self).map_err(io::Error::other)?)
+    }
+
+    /// The `SendMessage` input this plan allows.
+    pub(crate) fn input(&self) -> Value {
+        if self.notify_when_idle {
+            serde_json::json!({"to": self.to, "message": "", "notify_when_idle": true})
+        } else {
+            serde_json::json!({"to": self.to, "message": self.message})
+        }
     }
 
     fn read(path: &Path) -> Result<Self, String> {
@@ -64,14 +83,15 @@ impl Plan {
     }
 }
 
-/// Where the hook notes why it blocked the planned call: beside the plan.
-pub(crate) fn refusal_path(plan: &Path) -> PathBuf {
-    plan.with_extension("refusal.json")
+/// Where the hook notes why it blocked the planned call `tool_use_id`: beside its plan.
+fn refusal_path(plans: &Path, tool_use_id: &str) -> PathBuf {
+    plans.join(format!("{tool_use_id}.refusal.json"))
 }
 
-/// Reads a refusal the hook noted beside `plan`.
-pub(crate) fn read_refusal(plan: &Path) -> Option<Refusal> {
-    let value: Value = serde_json::from_slice(&fs::read(refusal_path(plan)).ok()?).ok()?;
+/// Reads a refusal the hook noted for the planned call `tool_use_id`.
+pub(crate) fn read_refusal(plans: &Path, tool_use_id: &str) -> Option<Refusal> {
+    let value: Value =
+        serde_json::from_slice(&fs::read(refusal_path(plans, tool_use_id)).ok()?).ok()?;
     let kind = match value.get("refusal")?.as_str()? {
         "not_live" => RefusalKind::NotLive,
         "identity_mismatch" => RefusalKind::IdentityMismatch,
@@ -82,7 +102,7 @@ pub(crate) fn read_refusal(plan: &Path) -> Option<Refusal> {
     Some(Refusal { kind, message })
 }
 
-/// Runs the hook named by `args` (`pre-tool-use PLAN` or `user-prompt-submit`) on the
+/// Runs the hook named by `args` (`pre-tool-use PLANS` or `user-prompt-submit`) on the
 /// JSON Claude Code gives on stdin, and returns the exit status Claude Code acts on:
 /// 0 allows, 2 blocks (with the reason on stderr).
 #[must_use]
@@ -116,23 +136,28 @@ fn user_prompt_submit(input: &Value) -> Result<(), String> {
         .get("prompt")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    if is_inbound(prompt) {
-        Err("claude-peers: inbound item kept from the model".to_owned())
-    } else {
+    // Claude Code may merge prompts queued together into one.
+    let ours = prompt
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .all(|line| line.trim().starts_with(PROMPT_PREFIX));
+    if ours && !prompt.trim().is_empty() {
         Ok(())
+    } else {
+        Err("claude-peers: inbound item kept from the model".to_owned())
     }
 }
 
-/// True for a prompt Claude Code queued from another session (a message or a notice).
-pub(crate) fn is_inbound(prompt: &str) -> bool {
-    let prompt = prompt.trim_start();
-    INBOUND_MARKERS
-        .iter()
-        .any(|marker| prompt.starts_with(marker))
-}
-
-fn pre_tool_use(plan_path: &Path, input: &Value) -> Result<(), String> {
-    let plan = Plan::read(plan_path)?;
+fn pre_tool_use(plans: &Path, input: &Value) -> Result<(), String> {
+    let id = input
+        .get("tool_use_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(format!("claude-peers planned no tool call `{id}`"));
+    }
+    let plan_path = plans.join(format!("{id}.json"));
+    let plan = Plan::read(&plan_path)?;
     let tool = input
         .get("tool_name")
         .and_then(Value::as_str)
@@ -144,28 +169,23 @@ fn pre_tool_use(plan_path: &Path, input: &Value) -> Result<(), String> {
             "claude-peers allows this sender no tool but SendMessage, not `{tool}`"
         ));
     }
-    if field("to") != Some(plan.to.as_str()) || field("message") != Some(plan.message.as_str()) {
-        return Err(
-            "claude-peers: this SendMessage is not the planned one (another address or other text)"
-                .to_owned(),
-        );
-    }
-    if tool_input.get("notify_when_idle").and_then(Value::as_bool) == Some(true) {
-        return Err(
-            "claude-peers: the planned SendMessage does not subscribe to idle notices".to_owned(),
-        );
+    let notify = tool_input.get("notify_when_idle").and_then(Value::as_bool) == Some(true);
+    if field("to") != Some(plan.to.as_str())
+        || field("message") != Some(plan.message.as_str())
+        || notify != plan.notify_when_idle
+    {
+        return Err("claude-peers: this SendMessage is not the planned one (another address, other text or another subscription)".to_owned());
     }
     // Once: the marker is created exclusively, so a second identical call is blocked.
-    let used = plan_path.with_extension("used");
     OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(&used)
+        .open(plans.join(format!("{id}.used")))
         .map_err(|err| format!("claude-peers: the planned SendMessage was already made ({err})"))?;
     if let Err(refusal) = confirm(&plan) {
         let noted =
             serde_json::json!({"refusal": refusal.kind.as_str(), "message": refusal.message});
-        let _ = fs::write(refusal_path(plan_path), noted.to_string());
+        let _ = fs::write(refusal_path(plans, id), noted.to_string());
         return Err(refusal.to_string());
     }
     Ok(())
@@ -218,86 +238,99 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn plan_in(dir: &Path) -> PathBuf {
-        let path = dir.join("plan.json");
+    const ID: &str = "toolu_claude_peers_0";
+
+    fn plans() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
         Plan {
-            home: dir.join("no-home"),
+            home: dir.path().join("no-home"),
             session_id: "s-1".to_owned(),
             pid: 1,
             proc_start: None,
             to: "/tmp/cc-socks/1.sock".to_owned(),
             message: "exact \"text\"\n".to_owned(),
+            notify_when_idle: false,
         }
-        .write(&path)
+        .write(&dir.path().join(format!("{ID}.json")))
         .unwrap();
-        path
+        dir
     }
 
-    fn call(tool: &str, to: &str, message: &str) -> Value {
-        json!({"hook_event_name": "PreToolUse", "tool_name": tool,
-               "tool_input": {"to": to, "message": message, "summary": "display only"}})
+    fn call(id: &str, tool: &str, input: &Value) -> Value {
+        json!({"hook_event_name": "PreToolUse", "tool_use_id": id, "tool_name": tool, "tool_input": input})
+    }
+
+    fn send(to: &str, message: &str) -> Value {
+        json!({"to": to, "message": message, "summary": "display only"})
     }
 
     #[test]
     fn only_the_planned_send_message_may_run_and_only_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let plan = plan_in(dir.path());
-        let other_tool = pre_tool_use(
-            &plan,
-            &call("Bash", "/tmp/cc-socks/1.sock", "exact \"text\"\n"),
-        );
-        assert!(other_tool.unwrap_err().contains("`Bash`"));
-        let other_text = pre_tool_use(
-            &plan,
-            &call("SendMessage", "/tmp/cc-socks/1.sock", "exact \"text\""),
-        );
-        assert!(other_text.unwrap_err().contains("not the planned one"));
-        let other_to = pre_tool_use(
-            &plan,
-            &call("SendMessage", "/tmp/cc-socks/2.sock", "exact \"text\"\n"),
-        );
-        assert!(other_to.unwrap_err().contains("not the planned one"));
+        let dir = plans();
+        let plans = dir.path();
+        let planned = send("/tmp/cc-socks/1.sock", "exact \"text\"\n");
+        let refused = |id: &str, tool: &str, input: &Value| {
+            pre_tool_use(plans, &call(id, tool, input)).unwrap_err()
+        };
+        assert!(refused(ID, "Bash", &planned).contains("`Bash`"));
         assert!(
-            !plan.with_extension("used").exists(),
+            refused(
+                ID,
+                "SendMessage",
+                &send("/tmp/cc-socks/1.sock", "exact \"text\"")
+            )
+            .contains("not the planned one")
+        );
+        assert!(
+            refused(
+                ID,
+                "SendMessage",
+                &send("/tmp/cc-socks/2.sock", "exact \"text\"\n")
+            )
+            .contains("not the planned one")
+        );
+        let subscribing = json!({"to": "/tmp/cc-socks/1.sock", "message": "exact \"text\"\n", "notify_when_idle": true});
+        assert!(refused(ID, "SendMessage", &subscribing).contains("not the planned one"));
+        assert!(refused("toolu_other", "SendMessage", &planned).contains("cannot read the plan"));
+        assert!(
+            refused("../../etc/passwd", "SendMessage", &planned).contains("planned no tool call")
+        );
+        assert!(
+            !plans.join(format!("{ID}.used")).exists(),
             "refused calls use nothing up"
         );
 
         // The planned call: its target is not live in this empty home, so it is refused
         // as not_live and the refusal is noted for the relay.
-        let first = pre_tool_use(
-            &plan,
-            &call("SendMessage", "/tmp/cc-socks/1.sock", "exact \"text\"\n"),
-        );
-        assert!(first.unwrap_err().starts_with("not_live"));
+        assert!(refused(ID, "SendMessage", &planned).starts_with("not_live"));
         assert_eq!(
-            read_refusal(&plan).map(|r| r.kind),
+            read_refusal(plans, ID).map(|r| r.kind),
             Some(RefusalKind::NotLive)
         );
-        let again = pre_tool_use(
-            &plan,
-            &call("SendMessage", "/tmp/cc-socks/1.sock", "exact \"text\"\n"),
-        );
-        assert!(again.unwrap_err().contains("already made"));
+        assert!(refused(ID, "SendMessage", &planned).contains("already made"));
     }
 
     #[test]
-    fn inbound_prompts_are_kept_from_the_model_and_others_pass() {
+    fn only_this_projects_prompts_reach_the_model() {
         for prompt in [
-            "<cross-session-message from=\"uds:/a.sock\">\nhi\n</cross-session-message>",
-            "[Cross-session delivery notice] Your message to another session was held",
-            "  [Cross-session idle notice] \"x\" is idle now",
+            "claude-peers send 0a1b2c3d-0",
+            "claude-peers send 0a1b2c3d-0\nclaude-peers send 0a1b2c3d-1",
         ] {
             assert!(
-                user_prompt_submit(&json!({"prompt": prompt})).is_err(),
+                user_prompt_submit(&json!({"prompt": prompt})).is_ok(),
                 "{prompt}"
             );
         }
         for prompt in [
-            "claude-peers send 0a1b2c3d",
-            "a prompt mentioning <cross-session-message later",
+            "<cross-session-message from=\"uds:/a.sock\">\nhi\n</cross-session-message>",
+            "Another Claude session sent a message:\n<cross-session-message from=\"uds:/a.sock\">",
+            "[Cross-session delivery notice] Your message to another session was held",
+            "[Cross-session idle notice] \"x\" is idle now",
+            "claude-peers send 1\nand something else",
+            "",
         ] {
             assert!(
-                user_prompt_submit(&json!({"prompt": prompt})).is_ok(),
+                user_prompt_submit(&json!({"prompt": prompt})).is_err(),
                 "{prompt}"
             );
         }

@@ -65,10 +65,14 @@ mod deliver;
 pub mod endpoint;
 mod error;
 pub mod hook;
+mod mailbox;
 mod relay;
+mod sender;
 mod stream;
 
-pub use claude::{ClaudeRelay, DEFAULT_RECEIPT_WINDOW, DEFAULT_SENDER_NAME, default_sender_home};
+pub use claude::{ClaudeRelay, DEFAULT_RECEIPT_WINDOW};
+pub use mailbox::{Event, Mailbox, Receipt, Waker};
+pub use sender::{DEFAULT_SENDER_NAME, default_sender_home};
 pub use stream::Outcome;
 
 pub use command::{

@@ -3,8 +3,6 @@
 
 use serde_json::Value;
 
-use crate::hook::is_inbound;
-
 /// One stream-json line, reduced to what a relay acts on.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Line {
@@ -25,11 +23,37 @@ pub(crate) enum Line {
     /// A receiver's decision about a message sent earlier.
     Receipt(Receipt),
     /// A queued prompt the `user-prompt-submit` hook kept from the model.
-    Inbound(String),
+    Inbound(Inbound),
     /// The end of a turn.
     Result,
     /// Anything else.
     Other,
+    /// The sender's stdout ended.
+    Closed,
+    /// Nothing from the sender: a waiter is woken to look at something else.
+    Wake,
+}
+
+/// A prompt another session queued for the sender, kept from its model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Inbound {
+    /// A message (a reply, or anything sent to the sender's address).
+    Message {
+        /// The sender's address, `uds:<socket path>`.
+        from: String,
+        from_name: Option<String>,
+        text: String,
+    },
+    /// What a receiver did with messages sent earlier, naming (some of) them.
+    Notice {
+        outcome: Outcome,
+        recipient: String,
+        msg_ids: Vec<String>,
+    },
+    /// A receiver the sender subscribed to finished its turn.
+    Idle { recipient: String },
+    /// Anything else, verbatim.
+    Other(String),
 }
 
 /// What a receiver did with a message, as its notice says.
@@ -98,7 +122,7 @@ impl Line {
             (Some("system"), Some("informational")) => {
                 let content = str_of(&value, "content").unwrap_or_default();
                 if let Some(prompt) = blocked_prompt(&content) {
-                    Self::Inbound(prompt.to_owned())
+                    Self::Inbound(Inbound::parse(prompt))
                 } else {
                     parse_receipt(&content).map_or(Self::Other, Self::Receipt)
                 }
@@ -153,14 +177,103 @@ fn block_text(content: Option<&Value>) -> String {
     }
 }
 
-/// The prompt of `UserPromptSubmit operation blocked by hook: … Original prompt: <it>`,
-/// when it is an inbound item.
+/// The prompt of `UserPromptSubmit operation blocked by hook: … Original prompt: <it>`:
+/// the hook blocks every prompt but this project's own.
 fn blocked_prompt(content: &str) -> Option<&str> {
     if !content.starts_with("UserPromptSubmit operation blocked by hook") {
         return None;
     }
     let (_, prompt) = content.split_once("\nOriginal prompt: ")?;
-    is_inbound(prompt).then_some(prompt)
+    Some(prompt)
+}
+
+impl Inbound {
+    fn parse(prompt: &str) -> Self {
+        if let Some(at) = prompt.find("<cross-session-message") {
+            if let Some(message) = parse_message(&prompt[at..]) {
+                return message;
+            }
+        } else if let Some(at) = prompt.find("[Cross-session delivery notice]") {
+            if let Some(notice) = parse_notice(&prompt[at..]) {
+                return notice;
+            }
+        } else if let Some(at) = prompt.find("[Cross-session idle notice]") {
+            let rest = &prompt[at..];
+            let quoted = rest.split('"').nth(1);
+            if let Some(recipient) = quoted {
+                return Self::Idle {
+                    recipient: recipient.to_owned(),
+                };
+            }
+        }
+        Self::Other(prompt.to_owned())
+    }
+}
+
+/// `<cross-session-message from="uds:…" from-name="…" …>\n<text>\n</cross-session-message>`;
+/// a closing tag inside the text arrives escaped as `<\/cross-session-message>`.
+fn parse_message(envelope: &str) -> Option<Inbound> {
+    const CLOSE: &str = "</cross-session-message>";
+    let (tag, rest) = envelope.split_once('>')?;
+    let body = rest.strip_prefix('\n').unwrap_or(rest);
+    let end = body.rfind(CLOSE)?;
+    let text = body[..end].strip_suffix('\n').unwrap_or(&body[..end]);
+    let attribute = |name: &str| {
+        let (_, after) = tag.split_once(&format!(" {name}=\""))?;
+        let value = after.split('"').next()?;
+        Some(
+            value
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&"),
+        )
+    };
+    Some(Inbound::Message {
+        from: attribute("from")?,
+        from_name: attribute("from-name"),
+        text: text.replace("<\\/cross-session-message>", CLOSE),
+    })
+}
+
+/// `[Cross-session delivery notice] Your message to another session was held by that
+/// session (recipient: uds:…; msg_id: <uuid>). …`, possibly naming several `msg_id`s.
+fn parse_notice(notice: &str) -> Option<Inbound> {
+    let (head, tail) = notice.split_once("(recipient: ")?;
+    let outcome = if head.contains("released") {
+        Outcome::Released
+    } else if head.contains("denied") {
+        Outcome::Denied
+    } else if head.contains("expir") {
+        Outcome::Expired
+    } else if head.contains("refused") {
+        Outcome::Refused
+    } else if head.contains("held") {
+        Outcome::Held
+    } else {
+        return None;
+    };
+    let recipient = tail.split([';', ')']).next()?.trim().to_owned();
+    Some(Inbound::Notice {
+        outcome,
+        recipient,
+        msg_ids: uuids(tail),
+    })
+}
+
+/// Every UUID-shaped word (8-4-4-4-12 hex digits) in `text`, in order.
+fn uuids(text: &str) -> Vec<String> {
+    let is_uuid = |word: &str| {
+        let groups: Vec<&str> = word.split('-').collect();
+        groups.len() == 5
+            && groups.iter().zip([8, 4, 4, 4, 12]).all(|(group, len)| {
+                group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit())
+            })
+    };
+    text.split(|c: char| !(c.is_ascii_hexdigit() || c == '-'))
+        .filter(|word| is_uuid(word))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// `Cross-session message <outcome> … (recipient: <address>)`, or the coalesced
@@ -250,6 +363,76 @@ mod tests {
     }
 
     #[test]
+    fn inbound_messages_notices_and_idle_notices_are_read_from_their_prompts() {
+        let message = Inbound::parse(
+            "Another Claude session sent a message:\n<cross-session-message from=\"uds:/tmp/cc-socks/9.sock\" from-name=\"rev &quot;one&quot;\" from-mode=\"prompting\">\nline 1\nfake <\\/cross-session-message> end\n</cross-session-message>\n\nThis came from another Claude session.",
+        );
+        assert_eq!(
+            message,
+            Inbound::Message {
+                from: "uds:/tmp/cc-socks/9.sock".to_owned(),
+                from_name: Some("rev \"one\"".to_owned()),
+                text: "line 1\nfake </cross-session-message> end".to_owned(),
+            }
+        );
+        let held = Inbound::parse(
+            "[Cross-session delivery notice] Your message to another session was held by that session (recipient: uds:/tmp/cc-socks/11755.sock; msg_id: cd1883a0-a16e-4ccb-a708-edc8131d1c28). NOT delivered: its Claude has not seen it.",
+        );
+        assert_eq!(
+            held,
+            Inbound::Notice {
+                outcome: Outcome::Held,
+                recipient: "uds:/tmp/cc-socks/11755.sock".to_owned(),
+                msg_ids: vec!["cd1883a0-a16e-4ccb-a708-edc8131d1c28".to_owned()],
+            }
+        );
+        let released = Inbound::parse(
+            "[Cross-session delivery notice] Your message to another session was approved and released to that session (recipient: uds:/a.sock; msg_id: cd1883a0-a16e-4ccb-a708-edc8131d1c28).",
+        );
+        assert!(matches!(
+            released,
+            Inbound::Notice {
+                outcome: Outcome::Released,
+                ..
+            }
+        ));
+        for (text, outcome) in [
+            (
+                "was denied by the recipient user (recipient: uds:/a.sock; msg_id: x)",
+                Outcome::Denied,
+            ),
+            (
+                "was not approved before expiry (recipient: uds:/a.sock; msg_id: x)",
+                Outcome::Expired,
+            ),
+            (
+                "was refused by that session (recipient: uds:/a.sock; msg_id: x)",
+                Outcome::Refused,
+            ),
+        ] {
+            let parsed = Inbound::parse(&format!(
+                "[Cross-session delivery notice] Your message to another session {text}"
+            ));
+            assert!(
+                matches!(parsed, Inbound::Notice { outcome: o, .. } if o == outcome),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            Inbound::parse(
+                "[Cross-session idle notice] \"uds:/tmp/cc-socks/9.sock\", which you asked to be notified about, is idle now"
+            ),
+            Inbound::Idle {
+                recipient: "uds:/tmp/cc-socks/9.sock".to_owned()
+            }
+        );
+        assert_eq!(
+            Inbound::parse("something else"),
+            Inbound::Other("something else".to_owned())
+        );
+    }
+
+    #[test]
     fn a_blocked_inbound_prompt_is_read_whole_and_other_blocks_are_not() {
         let line = serde_json::json!({
             "type": "system", "subtype": "informational",
@@ -257,15 +440,20 @@ mod tests {
         });
         assert_eq!(
             Line::parse(line.to_string().as_bytes()),
-            Line::Inbound(
-                "<cross-session-message from=\"uds:/a.sock\" from-name=\"x\">\nhi\nOriginal prompt: not a split\n</cross-session-message>".to_owned()
-            )
+            Line::Inbound(Inbound::Message {
+                from: "uds:/a.sock".to_owned(),
+                from_name: Some("x".to_owned()),
+                text: "hi\nOriginal prompt: not a split".to_owned()
+            })
         );
-        let ours = serde_json::json!({
+        let other = serde_json::json!({
             "type": "system", "subtype": "informational",
             "content": "UserPromptSubmit operation blocked by hook:\n[hook]: no\n\n\nOriginal prompt: hello",
         });
-        assert_eq!(Line::parse(ours.to_string().as_bytes()), Line::Other);
+        assert_eq!(
+            Line::parse(other.to_string().as_bytes()),
+            Line::Inbound(Inbound::Other("hello".to_owned()))
+        );
         assert_eq!(Line::parse(b"not json"), Line::Other);
     }
 

@@ -93,6 +93,27 @@ pub(crate) enum Command {
         #[arg(last = true, value_name = "PROGRAM [ARGS]")]
         relay: Vec<OsString>,
     },
+    /// Keep one Claude Code sender running: send many messages, hear every later outcome
+    ///
+    /// Requests on stdin, one JSON line each:
+    /// {"id":"r1","send":{"session_id":"…","message":"…","notify_when_idle":false}}.
+    /// Events on stdout, one JSON line each: sent, refused, receipt (accepted, held,
+    /// released, denied, expired, refused), message (replies to the mailbox's address),
+    /// idle, error, and closed last. End of stdin, SIGINT or SIGTERM close it cleanly.
+    Mailbox {
+        /// The sender's name, which receivers see
+        #[arg(long, value_name = "NAME", default_value = claude_peer_relay::DEFAULT_SENDER_NAME)]
+        from: String,
+        /// The Claude Code that sends [default: claude on PATH]
+        #[arg(long, value_name = "PATH")]
+        claude: Option<PathBuf>,
+        /// Seconds one send may take before the sender is killed
+        #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds)]
+        timeout: Duration,
+        /// Managed settings file
+        #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
+        managed_settings: PathBuf,
+    },
     /// Print an event whenever the live set or a live session changes, until interrupted
     Watch {
         /// Poll the registry instead of using inotify (for file systems without it)

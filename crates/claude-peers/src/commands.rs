@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::cli::{Cli, Command, Policy, SettingsAction, Shell};
 use crate::output::{Exit, Failure, Output};
 use crate::view::{SessionDetailJson, SessionJson, now_ms, status_text, table};
-use crate::{mcp, send, watch};
+use crate::{mailbox, mcp, send, watch};
 
 pub(crate) type Os = Discovery<OsProcessTable, OsRegistryFs>;
 
@@ -47,6 +47,14 @@ pub(crate) fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
             },
             out,
         ),
+        Command::Mailbox {
+            from,
+            claude,
+            timeout,
+            managed_settings,
+        } => send::claude_relay(claude, from, timeout)
+            .map_err(Fail::from)
+            .and_then(|relay| mailbox::run(&home, &relay, managed_settings)),
         Command::Mcp {
             claude,
             managed_settings,

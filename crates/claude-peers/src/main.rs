@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod mailbox;
 mod mcp;
 mod output;
 mod send;

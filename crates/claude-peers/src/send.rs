@@ -82,8 +82,8 @@ pub(crate) fn run(
     Ok(Exit::Success)
 }
 
-/// The Claude relay: `claude` (else `claude` on `PATH`) as the sender, this program
-/// as its hooks.
+/// The Claude sender of `send` and `mailbox`: the Claude Code found by
+/// [`find_claude`], with this program as its hook.
 pub(crate) fn claude_relay(
     claude: Option<PathBuf>,
     from: String,
