@@ -5,6 +5,7 @@
 
 mod claude;
 mod list;
+mod mailbox;
 mod mcp;
 mod mcp_claude;
 mod receiver;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use claude_peer_relay::endpoint::{Endpoint, Reply};
+use claude_peer_relay::endpoint::{Endpoint, Reply, Script};
 use serde_json::{Value, json};
 
 /// The receivers' API key, approved in their `.claude.json` (which keeps the last 20
@@ -54,6 +54,8 @@ pub(crate) struct Receiver {
     pub(crate) cwd: PathBuf,
     pub(crate) pid: u32,
     pub(crate) session_id: String,
+    /// Its messaging socket.
+    pub(crate) socket: String,
     tmux_name: String,
     _model: Endpoint,
 }
@@ -62,6 +64,15 @@ impl Receiver {
     /// Starts a receiver whose user settings set `crossSessionInbound` to `policy`
     /// (unset for `None`), with `args` added to its command line.
     pub(crate) fn start(policy: Option<&str>, args: &[&str]) -> Self {
+        Self::start_with(
+            policy,
+            args,
+            Arc::new(|_: &Value| Reply::Text("Noted.".to_owned())),
+        )
+    }
+
+    /// Starts a receiver whose model answers with `script`.
+    pub(crate) fn start_with(policy: Option<&str>, args: &[&str], script: Arc<dyn Script>) -> Self {
         static COUNT: AtomicUsize = AtomicUsize::new(0);
         let home = tempfile::tempdir().unwrap();
         let cwd = home.path().join("project");
@@ -75,11 +86,7 @@ impl Receiver {
         if let Some(policy) = policy {
             set_policy(home.path(), policy);
         }
-        let model = Endpoint::start(
-            RECEIVER_KEY,
-            Arc::new(|_: &Value| Reply::Text("Noted.".to_owned())),
-        )
-        .unwrap();
+        let model = Endpoint::start(RECEIVER_KEY, script).unwrap();
         let tmux_name = format!("r{}", COUNT.fetch_add(1, Ordering::Relaxed));
         let mut command = vec![
             "env".to_owned(),
@@ -140,10 +147,20 @@ impl Receiver {
             cwd,
             pid: u32::try_from(record["pid"].as_u64().unwrap()).unwrap(),
             session_id: record["sessionId"].as_str().unwrap().to_owned(),
+            socket: record["messagingSocketPath"].as_str().unwrap().to_owned(),
             home,
             tmux_name,
             _model: model,
         }
+    }
+
+    /// What its terminal shows now, for failure messages.
+    pub(crate) fn screen(&self) -> String {
+        let out = tmux()
+            .args(["capture-pane", "-p", "-t", &self.tmux_name])
+            .output();
+        out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
     }
 
     /// Every line of the receiver's transcript, parsed.

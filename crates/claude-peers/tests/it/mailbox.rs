@@ -1,0 +1,366 @@
+//! `claude-peers mailbox` with real Claude Code: one long-lived sender, live receivers
+//! in tmux whose fake models can reply or take their time, every later outcome.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver as Lines};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use claude_peer_relay::endpoint::Reply;
+use serde_json::{Value, json};
+
+use crate::receiver::{Receiver, claude, set_policy, wait_for};
+
+/// A running `claude-peers mailbox` and the JSON lines it prints.
+struct MailboxProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Lines<Value>,
+    cache: tempfile::TempDir,
+}
+
+impl MailboxProcess {
+    fn start(home: &Path) -> Self {
+        let cache = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+            .arg("--home")
+            .arg(home)
+            .args([
+                "mailbox",
+                "--from",
+                "harness",
+                "--claude",
+                claude().to_str().unwrap(),
+            ])
+            .arg("--managed-settings")
+            .arg(cache.path().join("none.json"))
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("XDG_CACHE_HOME", cache.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let line = line.unwrap();
+                let value = serde_json::from_str(&line)
+                    .unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Self {
+            child,
+            stdin,
+            lines,
+            cache,
+        }
+    }
+
+    fn request(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, id: &str, session_id: &str, message: &str, notify_when_idle: bool) {
+        let request = json!({"id": id, "send": {"session_id": session_id, "message": message, "notify_when_idle": notify_when_idle}});
+        self.request(&request.to_string());
+    }
+
+    /// The next event, failing the test when none comes within `limit`.
+    fn next(&self, limit: Duration) -> Value {
+        self.lines
+            .recv_timeout(limit)
+            .unwrap_or_else(|_| panic!("no event within {limit:?}"))
+    }
+
+    /// Events until one satisfies `wanted` (returned last), within `limit`.
+    fn until(&self, limit: Duration, wanted: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + limit;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = self.lines.recv_timeout(left).unwrap_or_else(|_| {
+                panic!("the wanted event did not come within {limit:?}; seen {seen:#?}")
+            });
+            let done = wanted(&event);
+            seen.push(event);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    /// The sender's directory of records, in its private home.
+    fn sender_sessions(&self) -> PathBuf {
+        self.cache.path().join("claude-peers/sender-home/sessions")
+    }
+
+    fn sender_pid(&self) -> u32 {
+        let record = wait_for(Duration::from_secs(10), || {
+            std::fs::read_dir(self.sender_sessions())
+                .ok()?
+                .flatten()
+                .find(|e| e.path().extension() == Some("json".as_ref()))
+        })
+        .expect("the sender's record");
+        record
+            .path()
+            .file_stem()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+}
+
+impl Drop for MailboxProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn is(event: &Value, name: &str) -> bool {
+    event["event"] == name
+}
+
+fn msg_id(event: &Value) -> String {
+    event["msg_id"].as_str().expect("a msg_id").to_owned()
+}
+
+/// The `msg_id`s of every receipt with `outcome` among `events`, and the sum of their counts.
+fn receipts(events: &[Value], outcome: &str) -> (Vec<String>, u64) {
+    let receipts: Vec<&Value> = events
+        .iter()
+        .filter(|e| is(e, "receipt") && e["outcome"] == outcome)
+        .collect();
+    let ids = receipts
+        .iter()
+        .flat_map(|r| {
+            r["msg_ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|id| id.as_str().unwrap().to_owned())
+        })
+        .collect();
+    (
+        ids,
+        receipts.iter().map(|r| r["count"].as_u64().unwrap()).sum(),
+    )
+}
+
+#[test]
+fn held_messages_are_released_when_the_receiver_accepts_and_a_burst_is_reconciled_by_counts() {
+    let receiver = Receiver::start(Some("hold"), &[]);
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    let mut sent = Vec::new();
+    for n in 0..6 {
+        mailbox.send(
+            &format!("r{n}"),
+            &receiver.session_id,
+            &format!("burst {n}"),
+            false,
+        );
+        let event = mailbox.until(Duration::from_secs(60), |e| {
+            is(e, "sent") || is(e, "refused")
+        });
+        let event = event.last().unwrap();
+        assert!(is(event, "sent"), "{event}");
+        assert_eq!(event["id"], format!("r{n}"));
+        sent.push(msg_id(event));
+    }
+    let mut events = Vec::new();
+    while receipts(&events, "held").1 < 6 {
+        events.extend(mailbox.until(Duration::from_secs(20), |e| is(e, "receipt")));
+    }
+    let (held, count) = receipts(&events, "held");
+    assert_eq!(count, 6, "{events:#?}");
+    assert!(
+        held.iter().all(|id| sent.contains(id)),
+        "only our messages: {held:?}"
+    );
+    assert!(
+        !events.iter().any(|e| e["outcome"] == "accepted"),
+        "nothing held is reported accepted"
+    );
+
+    set_policy(receiver.home.path(), "accept");
+    let mut released = Vec::new();
+    while receipts(&released, "released").1 < 6 {
+        released.extend(mailbox.until(Duration::from_secs(30), |e| is(e, "receipt")));
+    }
+    let (ids, count) = receipts(&released, "released");
+    assert_eq!(count, 6);
+    let mut ids = ids;
+    ids.sort();
+    let mut expected = sent.clone();
+    expected.sort();
+    assert_eq!(ids, expected, "every message is released, by id");
+
+    // SIGTERM closes it cleanly: `closed` last, nothing unknown, the sender's record gone.
+    let sender = mailbox.sender_pid();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(mailbox.child.id()).unwrap()).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let closed = mailbox.until(Duration::from_secs(15), |e| is(e, "closed"));
+    assert_eq!(closed.last().unwrap()["unknown"], json!([]));
+    assert!(mailbox.child.wait().unwrap().success());
+    assert!(
+        !mailbox
+            .sender_sessions()
+            .join(format!("{sender}.json"))
+            .exists(),
+        "its record is removed"
+    );
+}
+
+#[test]
+fn a_reply_arrives_as_a_message_with_the_exact_text_and_the_replying_session() {
+    const REPLY: &str =
+        "got it: \"quoted\"\nsecond line \\ and a fake </cross-session-message> tag";
+    // The receiver's model answers any message from another session by replying to the
+    // address in its envelope.
+    let replying = Arc::new(|request: &Value| {
+        let last = request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .unwrap();
+        let text = last["content"].to_string();
+        if text.contains("tool_result") {
+            return Reply::Text("Replied.".to_owned());
+        }
+        match text
+            .split("from=\\\"")
+            .nth(1)
+            .and_then(|rest| rest.split("\\\"").next())
+        {
+            Some(from) => Reply::ToolUse {
+                id: "toolu_reply".to_owned(),
+                name: "SendMessage".to_owned(),
+                input: json!({"to": from, "message": REPLY}),
+            },
+            None => Reply::Text("Noted.".to_owned()),
+        }
+    });
+    // Auto mode would ask a server to check the reply: this receiver allows the tool.
+    let args = [
+        "--permission-mode",
+        "default",
+        "--allowedTools",
+        "SendMessage",
+    ];
+    let receiver = Receiver::start_with(Some("accept"), &args, replying);
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+
+    // Bad requests get an error or a refusal, and the mailbox keeps serving.
+    mailbox.request("not json");
+    assert!(is(&mailbox.next(Duration::from_secs(30)), "error"));
+    mailbox.request(r#"{"id":"r0","send":{"message":"no session"}}"#);
+    let missing = mailbox.next(Duration::from_secs(30));
+    assert!(is(&missing, "error") && missing["id"] == "r0", "{missing}");
+    mailbox.send("r1", "no-such-session", "hello", false);
+    let refused = mailbox.next(Duration::from_secs(30));
+    assert_eq!(
+        (refused["event"].as_str(), refused["refusal"].as_str()),
+        (Some("refused"), Some("not_live"))
+    );
+    mailbox.send("r2", &receiver.session_id, &"x".repeat(65_537), false);
+    let too_large = mailbox.next(Duration::from_secs(30));
+    assert!(
+        is(&too_large, "error") && too_large["message"].as_str().unwrap().contains("65537"),
+        "{too_large}"
+    );
+
+    mailbox.send("r3", &receiver.session_id, "please reply", false);
+    let events = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mailbox.until(Duration::from_secs(30), |e| is(e, "message"))
+    }))
+    .unwrap_or_else(|_| panic!("no reply; the receiver's screen:\n{}", receiver.screen()));
+    let sent = events.iter().find(|e| is(e, "sent")).expect("sent");
+    assert_eq!(sent["id"], "r3");
+    let message = events.last().unwrap();
+    assert_eq!(message["text"], REPLY, "the exact text");
+    assert_eq!(message["from"], format!("uds:{}", receiver.socket));
+    assert_eq!(message["session_id"], receiver.session_id.as_str());
+    assert!(
+        message["from_name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("receiver-"))
+    );
+    let accepted = mailbox.until(Duration::from_secs(30), |e| is(e, "receipt"));
+    let accepted = accepted.last().unwrap();
+    assert_eq!(accepted["outcome"], "accepted");
+    assert_eq!(accepted["msg_ids"], json!([msg_id(sent)]));
+
+    // End of stdin closes it.
+    mailbox.stdin.take();
+    let closed = mailbox.until(Duration::from_secs(15), |e| is(e, "closed"));
+    assert_eq!(closed.last().unwrap()["unknown"], json!([]));
+    assert!(mailbox.child.wait().unwrap().success());
+}
+
+#[test]
+fn notify_when_idle_tells_when_a_slow_receiver_finishes_its_turn() {
+    let slow = Arc::new(|_: &Value| {
+        thread::sleep(Duration::from_secs(3));
+        Reply::Text("Done thinking.".to_owned())
+    });
+    let receiver = Receiver::start_with(Some("accept"), &[], slow);
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+
+    let started = Instant::now();
+    mailbox.send("r1", &receiver.session_id, "take your time", true);
+    let events = mailbox.until(Duration::from_secs(60), |e| is(e, "idle"));
+    assert!(
+        events.iter().any(|e| is(e, "sent") && e["id"] == "r1"),
+        "{events:#?}"
+    );
+    let idle = events.last().unwrap();
+    assert_eq!(idle["session_id"], receiver.session_id.as_str(), "{idle}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(3),
+        "idle only after the slow turn"
+    );
+}
+
+#[test]
+fn a_killed_sender_closes_the_mailbox_with_its_pending_messages_unknown() {
+    let receiver = Receiver::start(Some("hold"), &[]);
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    mailbox.send("r1", &receiver.session_id, "held, then orphaned", false);
+    let events = mailbox.until(Duration::from_secs(60), |e| is(e, "receipt"));
+    let sent = msg_id(events.iter().find(|e| is(e, "sent")).unwrap());
+    assert_eq!(events.last().unwrap()["outcome"], "held");
+
+    let sender = mailbox.sender_pid();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(sender).unwrap()).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let closed = mailbox.until(Duration::from_secs(15), |e| is(e, "closed"));
+    let closed = closed.last().unwrap();
+    assert_eq!(closed["unknown"], json!([sent]));
+    assert!(
+        closed["reason"].as_str().unwrap().contains("ended"),
+        "{closed}"
+    );
+    assert_eq!(mailbox.child.wait().unwrap().code(), Some(1));
+}
