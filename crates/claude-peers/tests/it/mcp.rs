@@ -132,9 +132,10 @@ impl Mcp {
     }
 
     /// Waits for updates of the sessions resource until it shows what `shows` wants:
-    /// every change is announced, and the one read after it shows the change.
+    /// every change is announced, and the one read after it shows the change. A record
+    /// caught half-written may announce a state in between, but never 20 of them.
     fn until_announced(&mut self, what: &str, shows: impl Fn(&Value) -> bool) {
-        loop {
+        for _ in 0..20 {
             let update = self.runtime.block_on(async {
                 tokio::time::timeout(Duration::from_secs(10), self.updates.recv()).await
             });
@@ -148,6 +149,7 @@ impl Mcp {
                 return;
             }
         }
+        panic!("{what}: 20 updates and the resource never showed it");
     }
 }
 
