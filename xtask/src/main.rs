@@ -12,7 +12,8 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  test    cargo fmt --check, clippy -D warnings, all tests (nextest when installed), doc tests, rustdoc -D warnings;
+  tidy    the layer rules of ARCHITECTURE.md, checked over `cargo metadata`
+  test    tidy, cargo fmt --check, clippy -D warnings, all tests (nextest when installed), doc tests, rustdoc -D warnings;
           first installs the pinned Claude Code the end-to-end tests run (npm, cached per user)
   deny    cargo deny check (installs cargo-deny when missing); advisories only when its database is present
   bench   run the benchmarks and print their side-by-side tables";
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
     let task = env::args().nth(1);
     let result = match task.as_deref() {
         Some("test") => test(),
+        Some("tidy") => tidy(),
         Some("deny") => deny(),
         Some("bench") => bench(),
         Some("-h" | "--help") => {
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
 }
 
 fn test() -> Result<(), String> {
+    tidy()?;
     // The end-to-end tests drive real Claude Code: the pinned build, and tmux for the
     // interactive receivers. Missing either fails here, with the reason.
     let claude = claude_code()?;
@@ -70,6 +73,85 @@ fn test() -> Result<(), String> {
     run(Command::new(cargo_bin())
         .env("RUSTDOCFLAGS", "-D warnings")
         .args(["doc", "--workspace", "--no-deps"]))
+}
+
+/// ARCHITECTURE.md's layers, bottom-up: a crate may depend only on crates before it.
+const LAYERS: [&str; 7] = [
+    "claude-peer-registry",
+    "claude-peer-probe",
+    "claude-peer-settings",
+    "claude-peer-resolve",
+    "claude-peer-watch",
+    "claude-peer-relay",
+    "claude-peers",
+];
+/// Fakes for tests: a dev-dependency only.
+const TESTKIT: &str = "claude-peer-testkit";
+/// The pure model and the only crates it may use: nothing that reaches the OS.
+const PURE: (&str, [&str; 3]) = ("claude-peer-registry", ["serde", "serde_json", "thiserror"]);
+
+fn tidy() -> Result<(), String> {
+    eprintln!("xtask: tidy (the layer rules of ARCHITECTURE.md)");
+    let out = Command::new(cargo_bin())
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(workspace_root())
+        .output()
+        .map_err(|err| format!("cannot run cargo metadata: {err}"))?;
+    if !out.status.success() {
+        return Err(format!("`cargo metadata` failed ({})", out.status));
+    }
+    let metadata = serde_json::from_slice(&out.stdout)
+        .map_err(|err| format!("cargo metadata printed no JSON: {err}"))?;
+    let broken = layer_violations(&metadata);
+    if broken.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the layer rules are broken:\n  {}",
+            broken.join("\n  ")
+        ))
+    }
+}
+
+/// Every way the workspace in `metadata` breaks the layer rules.
+fn layer_violations(metadata: &serde_json::Value) -> Vec<String> {
+    let mut broken = Vec::new();
+    let packages = metadata["packages"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    for package in packages {
+        let name = package["name"].as_str().unwrap_or_default();
+        let layer = LAYERS.iter().position(|&l| l == name);
+        if layer.is_none() && name != TESTKIT && name != "xtask" {
+            broken.push(format!("{name} has no place in the layer table"));
+        }
+        let dependencies = package["dependencies"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice);
+        for dependency in dependencies {
+            let on = dependency["name"].as_str().unwrap_or_default();
+            if dependency["kind"].as_str() == Some("dev") {
+                continue;
+            }
+            if on == TESTKIT {
+                broken.push(format!(
+                    "{name} depends on {TESTKIT}, which is for tests only"
+                ));
+            }
+            let below = |l: usize| layer.is_some_and(|own| l < own);
+            let misplaced = LAYERS.iter().position(|&l| l == on).filter(|&l| !below(l));
+            if let Some(other) = misplaced.filter(|_| name != TESTKIT) {
+                broken.push(format!(
+                    "{name} depends on {}, which is not below it",
+                    LAYERS[other]
+                ));
+            }
+            if name == PURE.0 && !PURE.1.contains(&on) {
+                broken.push(format!("{name} is pure and may not depend on {on}"));
+            }
+        }
+    }
+    broken
 }
 
 fn deny() -> Result<(), String> {
@@ -212,4 +294,43 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn package(name: &str, dependencies: &[(&str, Option<&str>)]) -> serde_json::Value {
+        let dependencies: Vec<_> = dependencies
+            .iter()
+            .map(|(on, kind)| json!({"name": on, "kind": kind}))
+            .collect();
+        json!({"name": name, "dependencies": dependencies})
+    }
+
+    #[test]
+    fn the_workspace_keeps_its_layers() {
+        assert_eq!(tidy(), Ok(()));
+    }
+
+    #[test]
+    fn a_broken_dependency_fails_tidy() {
+        let metadata = json!({"packages": [
+            package("claude-peer-registry", &[("rustix", None), ("insta", Some("dev"))]),
+            package("claude-peer-probe", &[("claude-peer-resolve", None), ("claude-peer-registry", None)]),
+            package("claude-peer-resolve", &[("claude-peer-testkit", None), ("claude-peer-testkit", Some("dev"))]),
+            package("claude-peer-new", &[]),
+            package("claude-peer-testkit", &[("claude-peer-probe", None)]),
+        ]});
+        assert_eq!(
+            layer_violations(&metadata),
+            [
+                "claude-peer-registry is pure and may not depend on rustix",
+                "claude-peer-probe depends on claude-peer-resolve, which is not below it",
+                "claude-peer-resolve depends on claude-peer-testkit, which is for tests only",
+                "claude-peer-new has no place in the layer table",
+            ]
+        );
+    }
 }

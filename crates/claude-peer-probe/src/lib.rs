@@ -10,7 +10,9 @@
 //!   uid and pid domain. A long-lived [`OsProcessTable`] pins the live processes it
 //!   has seen with pidfds and answers for them without reading `/proc` again;
 //! - [`RegistryFs`]: the registry directory and its files, read without following
-//!   links, without blocking and never past a bound; sockets by `lstat` only.
+//!   links, without blocking and never past a bound; sockets by `lstat` only;
+//! - [`Notifier`]: what changed since, for a watch: registry entries written or
+//!   removed (inotify) and watched processes that exited (pidfd).
 //!
 //! Nothing here connects to, reads or writes a socket, opens a `.key` file, or writes
 //! anywhere in a Claude home.
@@ -42,17 +44,19 @@
 use std::ffi::OsString;
 use std::io;
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use claude_peer_registry::{Pid, ProcessFacts, Signal};
 
 mod fs;
+mod notify;
 // Its parsers serve the Linux probe; their tests run everywhere.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod proc_stat;
 mod process;
 
 pub use fs::OsRegistryFs;
+pub use notify::OsNotifier;
 pub use process::OsProcessTable;
 
 /// What this reader is: the facts a verdict compares records against.
@@ -179,4 +183,46 @@ pub trait RegistryFs {
 
     /// `lstat` of a messaging socket path. Never connects, reads or writes.
     fn socket_status(&self, path: &Path) -> io::Result<SocketStatus>;
+}
+
+/// A change the OS announced, for a watch to act on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Notice {
+    /// A registry entry was written and closed, renamed into place, or had its owner or
+    /// mode changed: it is whole, read it now.
+    Written(OsString),
+    /// A registry entry is being written (created or modified, not closed yet): read it
+    /// once it has settled.
+    Writing(OsString),
+    /// A registry entry was removed or renamed away.
+    Removed(OsString),
+    /// Changes may have been missed (the event queue overflowed), or the registry
+    /// directory appeared, moved or was replaced: everything must be read again.
+    Rescan,
+    /// A process watched with [`Notifier::watch_exit`] has exited (it may be a zombie,
+    /// or reaped and its pid reused). It is no longer watched.
+    Exited(Pid),
+}
+
+/// Registry changes and process exits, as far as a watch needs them.
+///
+/// A notifier only says what to look at again; what a record says and whether its
+/// session is live are read and judged as a scan does.
+pub trait Notifier {
+    /// Starts (or re-establishes, after [`Notice::Rescan`]) watching the registry
+    /// directory `registry` and, so that it is seen to appear or go, its `home`.
+    /// `false` when changes in the registry cannot be noticed, so it must be polled.
+    fn watch_registry(&mut self, home: &Path, registry: &Path) -> bool;
+
+    /// Starts watching the process that has `pid` now for its exit; `false` when it
+    /// cannot be watched (no such process, or no pidfds here). Watch before judging:
+    /// what a judgement reads afterwards is then this process or a later one.
+    fn watch_exit(&mut self, pid: Pid) -> bool;
+
+    /// Stops watching `pid`'s process, if it is watched.
+    fn unwatch_exit(&mut self, pid: Pid);
+
+    /// Waits at most `timeout` for changes and appends what it learned to `notices`;
+    /// returns with none when the time is up (or a signal interrupted the wait).
+    fn wait(&mut self, timeout: Duration, notices: &mut Vec<Notice>) -> io::Result<()>;
 }

@@ -25,7 +25,7 @@ pub enum Liveness {
     Unverifiable,
     /// Not a record Claude Code would accept: bad name, not a regular file, wrong owner, bad content.
     Invalid,
-    /// Its live pid's record does not parse, even on a second read.
+    /// Its live pid's record does not parse, even when read again over a short while.
     Unreadable,
 }
 
@@ -141,7 +141,7 @@ pub enum Contents<'a> {
     Parsed(&'a Record),
     /// A final rejection (see [`Rejection::is_torn`] for the ones worth re-reading).
     Rejected(&'a Rejection),
-    /// Bytes that did not parse on either read, and the file's last modification.
+    /// Bytes that did not parse on any read, and the file's last modification.
     Torn {
         /// Why it did not parse.
         rejection: &'a Rejection,
@@ -292,7 +292,7 @@ fn judge_torn(
     } else {
         Verdict::not_live(
             Liveness::Unreadable,
-            format!("the record of a live pid did not parse on two reads ({rejection})"),
+            format!("the record of a live pid did not parse, read again and again ({rejection})"),
         )
     }
 }

@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid as RawPid, Signal, kill_process_group};
+use rustix::process::Signal;
 
+use crate::group::Group;
 use crate::{Confirmation, Relay, RelayFailure, Target};
 
 /// How long a relay program may take before it is killed: 60 s.
@@ -179,8 +180,7 @@ impl Relay for CommandRelay {
 
 /// A started relay process, killed with its group and reaped if dropped before it was.
 struct Running {
-    child: Child,
-    reaped: bool,
+    group: Group,
     stderr: Arc<Mutex<Tail>>,
     stdout: Arc<Mutex<Lines>>,
 }
@@ -198,8 +198,7 @@ struct Run {
 impl Running {
     fn new(child: Child) -> Self {
         Self {
-            child,
-            reaped: false,
+            group: Group::new(child),
             stderr: Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES))),
             stdout: Arc::new(Mutex::new(Lines::default())),
         }
@@ -211,7 +210,7 @@ impl Running {
         let deadline = Instant::now().checked_add(timeout);
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let mut drains = 0;
-        if let Some(mut stderr) = self.child.stderr.take() {
+        if let Some(mut stderr) = self.group.child.stderr.take() {
             let tail = Arc::clone(&self.stderr);
             spawn_named("relay-stderr", done_tx.clone(), move || {
                 drain(&mut stderr, STDERR_TAIL_BYTES, |chunk| {
@@ -220,7 +219,7 @@ impl Running {
             })?;
             drains += 1;
         }
-        if let Some(mut stdout) = self.child.stdout.take() {
+        if let Some(mut stdout) = self.group.child.stdout.take() {
             let lines = Arc::clone(&self.stdout);
             spawn_named("relay-stdout", done_tx, move || {
                 drain(&mut stdout, 8192, |chunk| lock(&lines).push(chunk));
@@ -229,7 +228,7 @@ impl Running {
             drains += 1;
         }
         let (stdin_tx, stdin_rx) = mpsc::channel::<io::Error>();
-        if let Some(mut stdin) = self.child.stdin.take() {
+        if let Some(mut stdin) = self.group.child.stdin.take() {
             let bytes = message.as_bytes().to_vec();
             // Its own thread: a relay that reads no stdin must not block us. The thread
             // ends when the write completes or the pipe's last reader is gone.
@@ -261,8 +260,7 @@ impl Running {
     fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Option<ExitStatus>> {
         let mut pause = Duration::from_millis(1);
         loop {
-            if let Some(status) = self.child.try_wait()? {
-                self.reaped = true;
+            if let Some(status) = self.group.try_wait()? {
                 return Ok(Some(status));
             }
             let now = Instant::now();
@@ -277,29 +275,12 @@ impl Running {
     }
 
     /// Kills the whole process group (what the relay started too), then reaps the relay.
-    /// The group is signalled only while the relay is unreaped, so its id cannot have
-    /// been reused.
     fn kill_and_reap(&mut self) {
-        if self.reaped {
-            return;
-        }
-        if let Some(pgid) = RawPid::from_raw(self.child.id().cast_signed()) {
-            let _ = kill_process_group(pgid, Signal::KILL);
-        }
-        let _ = self.child.kill();
-        if self.child.wait().is_ok() {
-            self.reaped = true;
-        }
+        self.group.kill_and_reap();
     }
 
     fn stderr_note(&self) -> String {
         lock(&self.stderr).note()
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.kill_and_reap();
     }
 }
 

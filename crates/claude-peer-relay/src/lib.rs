@@ -1,19 +1,23 @@
-//! Deliver a message to one live Claude Code session through a relay, refusing whenever
-//! identity or policy is in doubt.
+//! Deliver a message to one live Claude Code session through Claude Code's own
+//! `SendMessage`, refusing whenever identity or policy is in doubt.
 //!
-//! This project never writes Claude Code's messaging socket. A **relay**, a program the
-//! harness owns (for example a headless Claude session using its `SendMessage` tool),
-//! does the sending; this crate decides whether a send may happen and to whom exactly,
-//! hands the message over, and reports honestly what happened.
+//! This project never writes Claude Code's messaging socket. A **relay** does the
+//! sending: [`ClaudeRelay`] runs a headless Claude Code whose model is a scripted
+//! [`endpoint`] of this project (no language model, no credentials), guarded by
+//! [`hook`]s; [`Mailbox`] keeps one such sender running for many sends, later receipts and
+//! replies; [`CommandRelay`] runs a program of the harness's own. This crate decides
+//! whether a send may happen and to whom exactly, hands the message over, and reports
+//! honestly what happened.
 //!
 //! ```no_run
 //! use claude_peer_registry::ClaudeHome;
-//! use claude_peer_relay::{CommandRelay, deliver};
+//! use claude_peer_relay::{ClaudeRelay, deliver};
 //!
 //! let home = ClaudeHome::new("/home/ada/.claude");
-//! let relay = CommandRelay::new("/home/ada/bin/relay.sh");
+//! let hook = vec!["/usr/local/bin/claude-peers".into(), "hook".into()];
+//! let relay = ClaudeRelay::new("/usr/local/bin/claude", hook).from("build-bot");
 //! let delivered = deliver(&home, "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57", "the build is green", &relay)?;
-//! println!("{} ({})", delivered.inbound.as_str(), delivered.detail.unwrap_or_default());
+//! println!("{:?} {:?}", delivered.receipt, delivered.msg_id); // Some(Accepted) Some("963bec29-…")
 //! # Ok::<(), claude_peer_relay::Error>(())
 //! ```
 //!
@@ -41,7 +45,7 @@
 //! [`Courier::prepare`] (steps 1–3) and [`Prepared::hand_over`] (steps 4–5) are public,
 //! so a harness can show the target before sending, and tests can act in between.
 //!
-//! # A relay program
+//! # A program of your own
 //!
 //! [`CommandRelay`] runs a program, without a shell, with the target in
 //! `CLAUDE_PEERS_TARGET_SESSION_ID`, `CLAUDE_PEERS_TARGET_NAME`,
@@ -64,6 +68,7 @@ mod command;
 mod deliver;
 pub mod endpoint;
 mod error;
+mod group;
 pub mod hook;
 mod mailbox;
 mod relay;

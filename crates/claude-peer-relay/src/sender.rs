@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid as RawPid, Signal, kill_process_group};
 use serde_json::{Value, json};
 
 use crate::endpoint::{Endpoint, Reply};
+use crate::group::Group;
 use crate::hook::Plan;
 use crate::stream::Line;
 
@@ -125,17 +125,16 @@ pub(crate) struct JobIds {
     pub(crate) subscribe: Option<String>,
 }
 
-/// A running sender, killed with its process group and reaped if dropped before it
-/// exited; its run directory (the plans) goes with it.
+/// A running sender (its [`Group`] is killed and reaped if dropped before it exited);
+/// its run directory (the plans) goes with it.
 pub(crate) struct Sender {
-    child: Child,
+    group: Group,
     stdin: Option<ChildStdin>,
     pub(crate) lines: Receiver<Line>,
     /// Lets others (a mailbox's callers) wake whoever waits on `lines`.
     pub(crate) wake: Channel<Line>,
     stderr: Arc<Mutex<Vec<u8>>>,
     stderr_done: Receiver<()>,
-    reaped: bool,
     jobs: Arc<Jobs>,
     next_job: u64,
     secret: String,
@@ -146,7 +145,7 @@ pub(crate) struct Sender {
 impl std::fmt::Debug for Sender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sender")
-            .field("pid", &self.child.id())
+            .field("pid", &self.group.child.id())
             .finish_non_exhaustive()
     }
 }
@@ -205,13 +204,12 @@ impl Sender {
         }
         let stdin = child.stdin.take();
         Ok(Self {
-            child,
+            group: Group::new(child),
             stdin,
             lines,
             wake,
             stderr,
             stderr_done,
-            reaped: false,
             jobs,
             next_job: 0,
             secret,
@@ -287,11 +285,8 @@ impl Sender {
     pub(crate) fn wait_exit(&mut self, grace: Duration) -> String {
         let deadline = Instant::now() + grace;
         loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => {
-                    self.reaped = true;
-                    return status.to_string();
-                }
+            match self.group.try_wait() {
+                Ok(Some(status)) => return status.to_string(),
                 Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(5)),
                 _ => {
                     self.kill();
@@ -301,24 +296,14 @@ impl Sender {
         }
     }
 
-    /// Kills the whole process group, then reaps the sender; only while it is unreaped,
-    /// so the group id cannot have been reused.
+    /// Kills the whole process group, then reaps the sender.
     pub(crate) fn kill(&mut self) {
-        if self.reaped {
-            return;
-        }
-        if let Some(pgid) = RawPid::from_raw(self.child.id().cast_signed()) {
-            let _ = kill_process_group(pgid, Signal::KILL);
-        }
-        let _ = self.child.kill();
-        if self.child.wait().is_ok() {
-            self.reaped = true;
-        }
+        self.group.kill_and_reap();
     }
 
     /// The sender's pid.
     pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
+        self.group.child.id()
     }
 
     /// `; its stderr: …` for a failure message, or nothing.
@@ -333,12 +318,6 @@ impl Sender {
         } else {
             format!("; its stderr: {text}")
         }
-    }
-}
-
-impl Drop for Sender {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

@@ -2,12 +2,11 @@
 
 use std::io;
 use std::path::Path;
-use std::thread;
 
 use claude_peer_probe::{FileKind, ProcessTable, RegistryFs};
 use claude_peer_registry::{ClaudeHome, Contents, Liveness, Pid, Record, Rejection, Signal, judge};
 
-use crate::{Addressability, Discovery, Error, REREAD_AFTER, Refusal, RefusalKind, Session};
+use crate::{Addressability, Discovery, Error, Refusal, RefusalKind, Session};
 
 impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// Confirms that a session resolved a moment ago still runs, reading only its own
@@ -117,7 +116,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         })
     }
 
-    /// Reads `pid`'s record once more (twice if it is caught mid-rewrite), accepting only
+    /// Reads `pid`'s record once more (again if it is caught mid-rewrite), accepting only
     /// a regular file owned by the registry directory's owner.
     fn reread(&self, home: &ClaudeHome, pid: Pid, id: &str) -> Result<Record, Error> {
         let dir = home.sessions_dir();
@@ -141,12 +140,13 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 dir.display()
             )));
         };
-        let mut parsed = self.read_one(&file, pid, status.owner).map_err(&gone)?;
-        if parsed.as_ref().is_err_and(Rejection::is_torn) {
-            // Claude Code rewrites records in place: give it a moment, then read once more.
-            thread::sleep(REREAD_AFTER);
-            parsed = self.read_one(&file, pid, status.owner).map_err(&gone)?;
-        }
+        // Claude Code rewrites records in place: a torn one is read again.
+        let parsed = self
+            .until_whole(
+                || self.read_one(&file, pid, status.owner),
+                |parsed| parsed.as_ref().is_err_and(Rejection::is_torn),
+            )
+            .map_err(&gone)?;
         parsed.map_err(|rejection| {
             gone(format!(
                 "its record `{}` does not parse: {rejection}",

@@ -30,4 +30,4 @@ mod resolve;
 mod scan;
 
 pub use error::{Error, Refusal, RefusalKind};
-pub use scan::{Addressability, Discovery, REREAD_AFTER, Scan, Scope, Session, Warning};
+pub use scan::{Addressability, Discovery, Rereads, Scan, Scope, Session, Warning};

@@ -15,9 +15,66 @@ use claude_peer_registry::{
 
 use crate::Error;
 
-/// How long to wait before reading a live pid's unparseable record again: Claude Code
-/// truncates and rewrites records in place, so a reader can catch one half-written.
-pub const REREAD_AFTER: Duration = Duration::from_millis(25);
+/// How a live pid's record that does not parse is read again before it is judged.
+///
+/// Claude Code truncates and rewrites records in place, so a reader can catch one empty
+/// or half written; the torn window lasts microseconds, a few milliseconds on a loaded
+/// machine. So the record is read again after growing waits: `first`, then twice the
+/// previous wait, for as long as the waits add up to at most `budget` (and at most
+/// [`Rereads::MAX`] times). Only a record that never parses over the whole budget is
+/// judged by the mtime rule (`unreadable`, or `gone` when the pid's previous owner left
+/// it). [`Rereads::DEFAULT`] waits 1, 2, 4 … 128 ms: 255 ms at most. Only a record that
+/// would be `unreadable` is read again (a live pid's, written since its process
+/// started), so leftovers cost nothing here.
+///
+/// ```
+/// use std::time::Duration;
+/// use claude_peer_resolve::Rereads;
+///
+/// let ms: Vec<u128> = Rereads::DEFAULT.waits().map(|w| w.as_millis()).collect();
+/// assert_eq!(ms, [1, 2, 4, 8, 16, 32, 64, 128]);
+/// // Tests make it fast: three rereads after 1, 2 and 4 µs.
+/// let quick = Rereads::new(Duration::from_micros(1), Duration::from_micros(7));
+/// assert_eq!(quick.waits().count(), 3);
+/// assert_eq!(Rereads::NONE.waits().count(), 0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rereads {
+    first: Duration,
+    budget: Duration,
+}
+
+impl Rereads {
+    /// 1 ms, doubling, 255 ms in all.
+    pub const DEFAULT: Self = Self::new(Duration::from_millis(1), Duration::from_millis(255));
+    /// No second read: the first one decides.
+    pub const NONE: Self = Self::new(Duration::ZERO, Duration::ZERO);
+    /// The most rereads of one record, whatever the waits (a zero `first` never grows).
+    pub const MAX: usize = 16;
+
+    /// Waits starting at `first` and doubling, adding up to at most `budget`.
+    #[must_use]
+    pub const fn new(first: Duration, budget: Duration) -> Self {
+        Self { first, budget }
+    }
+
+    /// The waits before each reread, in order.
+    pub fn waits(self) -> impl Iterator<Item = Duration> {
+        let budget = self.budget;
+        std::iter::successors(Some(self.first), |wait| wait.checked_mul(2))
+            .scan(Duration::ZERO, move |spent, wait| {
+                *spent = spent.checked_add(wait)?;
+                (*spent <= budget && !budget.is_zero()).then_some(wait)
+            })
+            .take(Self::MAX)
+    }
+}
+
+impl Default for Rereads {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
 
 /// Which entries a scan reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -145,7 +202,7 @@ pub struct Scan {
 pub struct Discovery<P, F> {
     processes: P,
     fs: F,
-    reread_after: Duration,
+    rereads: Rereads,
 }
 
 impl Discovery<OsProcessTable, OsRegistryFs> {
@@ -162,15 +219,33 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         Self {
             processes,
             fs,
-            reread_after: REREAD_AFTER,
+            rereads: Rereads::DEFAULT,
         }
     }
 
-    /// Changes the pause before a torn record is read again (tests on fakes use zero).
+    /// Changes how a live pid's torn record is read again (tests use short waits).
     #[must_use]
-    pub const fn with_reread_after(mut self, pause: Duration) -> Self {
-        self.reread_after = pause;
+    pub const fn with_rereads(mut self, rereads: Rereads) -> Self {
+        self.rereads = rereads;
         self
+    }
+
+    /// Reads with `read` for as long as `torn` says it gave a record caught mid-rewrite,
+    /// waiting as [`Rereads`] says between reads; the last read when the budget runs out.
+    pub(crate) fn until_whole<T, E>(
+        &self,
+        mut read: impl FnMut() -> Result<T, E>,
+        torn: impl Fn(&T) -> bool,
+    ) -> Result<T, E> {
+        let mut last = read()?;
+        for wait in self.rereads.waits() {
+            if !torn(&last) {
+                break;
+            }
+            thread::sleep(wait);
+            last = read()?;
+        }
+        Ok(last)
     }
 
     /// The process table.
@@ -224,6 +299,28 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         })
     }
 
+    /// The one entry `<pid>.json` judged afresh, exactly as a scan would judge it;
+    /// `None` when there is no such file (or the registry does not exist), or when
+    /// `scope` is live-only and it is not live.
+    pub fn entry(
+        &self,
+        home: &ClaudeHome,
+        pid: Pid,
+        scope: Scope,
+    ) -> Result<Option<Session>, Error> {
+        let dir = home.sessions_dir();
+        let status = self.fs.dir_status(&dir).map_err(|source| Error::Registry {
+            path: dir.clone(),
+            source,
+        })?;
+        let Some(status) = status else {
+            return Ok(None);
+        };
+        let file = dir.join(format!("{pid}.json"));
+        let reader = self.processes.reader();
+        Ok(self.judge_entry(file, pid, FileKind::Unknown, &status, &reader, scope))
+    }
+
     /// One record entry's verdict; `None` when `scope` is live-only and it is not live.
     fn judge_entry(
         &self,
@@ -243,26 +340,36 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             // Nothing but a live pid can be a live session: its file is never read.
             return None;
         }
-        let read = match self.read(&file, dir) {
-            Ok(read) => read,
-            Err(verdict) => {
-                return (!live_only).then(|| Session::unlisted(file, Some(pid), None, verdict));
-            }
-        };
-        let mut parsed = Record::parse(pid, &read.bytes);
-        let mut modified = read.modified;
-        if signal == Signal::Alive && parsed.as_ref().is_err_and(Rejection::is_torn) {
-            // Claude Code may be mid-rewrite: give it a moment, then read once more.
-            thread::sleep(self.reread_after);
-            if let Ok(again) = self.read(&file, dir) {
-                parsed = Record::parse(pid, &again.bytes);
-                modified = again.modified;
-            }
-        }
         let facts = if signal == Signal::Alive {
             self.processes.facts(pid, signal)
         } else {
             ProcessFacts::with_signal(signal)
+        };
+        let domain = reader.pid_domain.as_deref();
+        let read_once = || {
+            let read = self.read(&file, dir)?;
+            Ok((Record::parse(pid, &read.bytes), read.modified))
+        };
+        // A live pid's record may be caught mid-rewrite: it is read again, with growing
+        // waits, for as long as it would be `unreadable` (a torn file its pid's previous
+        // owner left is not waited for).
+        let mid_rewrite = |(parsed, modified): &(Result<Record, Rejection>, _)| {
+            parsed.as_ref().is_err_and(|rejection| {
+                let contents = Contents::Torn {
+                    rejection,
+                    modified: *modified,
+                };
+                rejection.is_torn()
+                    && judge(contents, &facts, domain).liveness == Liveness::Unreadable
+            })
+        };
+        let (parsed, modified) = match self.until_whole(read_once, mid_rewrite) {
+            Ok(read) => read,
+            // Removed since it was listed: no longer an entry.
+            Err(None) => return None,
+            Err(Some(verdict)) => {
+                return (!live_only).then(|| Session::unlisted(file, Some(pid), None, verdict));
+            }
         };
         let (contents, record) = match &parsed {
             Ok(record) => (Contents::Parsed(record), Some(record)),
@@ -275,7 +382,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             ),
             Err(rejection) => (Contents::Rejected(rejection), None),
         };
-        let verdict = judge(contents, &facts, reader.pid_domain.as_deref());
+        let verdict = judge(contents, &facts, domain);
         if live_only && verdict.liveness != Liveness::Live {
             return None;
         }
@@ -295,11 +402,13 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     }
 
     /// Reads a record file, turning what is not a readable regular file of the
-    /// registry's owner into its verdict.
-    fn read(&self, file: &Path, dir: &DirStatus) -> Result<RecordFile, Verdict> {
-        let read = self.fs.read_record(file).map_err(|err| Verdict {
-            liveness: Liveness::Unreadable,
-            reason: Some(format!("cannot read `{}`: {err}", file.display())),
+    /// registry's owner into its verdict; `Err(None)` when the file does not exist.
+    fn read(&self, file: &Path, dir: &DirStatus) -> Result<RecordFile, Option<Verdict>> {
+        let read = self.fs.read_record(file).map_err(|err| {
+            (err.kind() != io::ErrorKind::NotFound).then(|| Verdict {
+                liveness: Liveness::Unreadable,
+                reason: Some(format!("cannot read `{}`: {err}", file.display())),
+            })
         })?;
         let rejection = if read.kind != FileKind::Regular {
             Some(not_regular(read.kind))
@@ -314,7 +423,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             None
         };
         match rejection {
-            Some(rejection) => Err(invalid_verdict(&rejection)),
+            Some(rejection) => Err(Some(invalid_verdict(&rejection))),
             None => Ok(read),
         }
     }

@@ -1,14 +1,16 @@
 //! In-memory stand-ins for the probe's traits.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::cell::{RefCell, RefMut};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime};
 
 use claude_peer_probe::{
-    DirEntry, DirStatus, FileKind, ProcessTable, Reader, RecordFile, RegistryFs, SocketStatus,
+    DirEntry, DirStatus, FileKind, Notice, Notifier, ProcessTable, Reader, RecordFile, RegistryFs,
+    SocketStatus,
 };
 use claude_peer_registry::{Pid, ProcessFacts, Signal};
 
@@ -136,6 +138,22 @@ impl FakeRegistryFs {
     pub fn reads(&self) -> Vec<OsString> {
         self.read_log.borrow().clone()
     }
+
+    /// Puts `file` at `name`, replacing what was there; its reads start over.
+    pub fn put(&mut self, name: &str, file: FakeFile) {
+        self.reads
+            .borrow_mut()
+            .remove(OsString::from(name).as_os_str());
+        self.files.insert(name.into(), file);
+    }
+
+    /// Removes `name`.
+    pub fn remove(&mut self, name: &str) {
+        self.reads
+            .borrow_mut()
+            .remove(OsString::from(name).as_os_str());
+        self.files.remove(OsString::from(name).as_os_str());
+    }
 }
 
 impl RegistryFs for FakeRegistryFs {
@@ -189,5 +207,136 @@ impl RegistryFs for FakeRegistryFs {
             .get(path)
             .copied()
             .unwrap_or(SocketStatus::Missing))
+    }
+}
+
+/// One fake shared between the code under test and the test that changes it.
+///
+/// Clones share the fake; the probe's traits are implemented by borrowing it, so a
+/// `Discovery` or a watch owns one handle while the test keeps another.
+#[derive(Debug, Default)]
+pub struct Shared<T>(Rc<RefCell<T>>);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Self(Rc::clone(&self.0))
+    }
+}
+
+impl<T> Shared<T> {
+    /// Shares `fake`.
+    pub fn new(fake: T) -> Self {
+        Self(Rc::new(RefCell::new(fake)))
+    }
+
+    /// The fake, to change it.
+    #[must_use]
+    pub fn get(&self) -> RefMut<'_, T> {
+        self.0.borrow_mut()
+    }
+}
+
+impl<T: ProcessTable> ProcessTable for Shared<T> {
+    fn signal(&self, pid: Pid) -> Signal {
+        self.0.borrow().signal(pid)
+    }
+
+    fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {
+        self.0.borrow().facts(pid, signal)
+    }
+
+    fn reader(&self) -> Reader {
+        self.0.borrow().reader()
+    }
+}
+
+impl<T: RegistryFs> RegistryFs for Shared<T> {
+    fn dir_status(&self, dir: &Path) -> io::Result<Option<DirStatus>> {
+        self.0.borrow().dir_status(dir)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<DirEntry>> {
+        self.0.borrow().list(dir)
+    }
+
+    fn read_record(&self, path: &Path) -> io::Result<RecordFile> {
+        self.0.borrow().read_record(path)
+    }
+
+    fn socket_status(&self, path: &Path) -> io::Result<SocketStatus> {
+        self.0.borrow().socket_status(path)
+    }
+}
+
+impl<T: Notifier> Notifier for Shared<T> {
+    fn watch_registry(&mut self, home: &Path, registry: &Path) -> bool {
+        self.0.borrow_mut().watch_registry(home, registry)
+    }
+
+    fn watch_exit(&mut self, pid: Pid) -> bool {
+        self.0.borrow_mut().watch_exit(pid)
+    }
+
+    fn unwatch_exit(&mut self, pid: Pid) {
+        self.0.borrow_mut().unwatch_exit(pid);
+    }
+
+    fn wait(&mut self, timeout: Duration, notices: &mut Vec<Notice>) -> io::Result<()> {
+        self.0.borrow_mut().wait(timeout, notices)
+    }
+}
+
+/// A notifier fed by the test: the notices it is given, and exits of the pids the
+/// watch asked it to watch.
+#[derive(Debug, Default)]
+pub struct FakeNotifier {
+    /// Notices not yet taken.
+    pub pending: Vec<Notice>,
+    /// Whether the registry counts as watched (else the watch polls).
+    pub polling: bool,
+    watched: BTreeSet<Pid>,
+}
+
+impl FakeNotifier {
+    /// Announces `notice`.
+    pub fn notify(&mut self, notice: Notice) {
+        self.pending.push(notice);
+    }
+
+    /// `pid`'s process exited: announced if it is watched, as a pidfd would.
+    pub fn exit(&mut self, pid: Pid) {
+        if self.watched.remove(&pid) {
+            self.pending.push(Notice::Exited(pid));
+        }
+    }
+
+    /// Whether `pid`'s exit is watched.
+    #[must_use]
+    pub fn watches(&self, pid: Pid) -> bool {
+        self.watched.contains(&pid)
+    }
+}
+
+impl Notifier for FakeNotifier {
+    fn watch_registry(&mut self, _home: &Path, _registry: &Path) -> bool {
+        !self.polling
+    }
+
+    fn watch_exit(&mut self, pid: Pid) -> bool {
+        self.watched.insert(pid);
+        true
+    }
+
+    fn unwatch_exit(&mut self, pid: Pid) {
+        self.watched.remove(&pid);
+    }
+
+    /// Hands over the pending notices; with none, sleeps `timeout` as a quiet OS would.
+    fn wait(&mut self, timeout: Duration, notices: &mut Vec<Notice>) -> io::Result<()> {
+        if self.pending.is_empty() {
+            std::thread::sleep(timeout);
+        }
+        notices.append(&mut self.pending);
+        Ok(())
     }
 }

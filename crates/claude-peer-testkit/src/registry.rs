@@ -1,12 +1,17 @@
-//! Real registries for benchmarks: records of real live child processes and of pids
-//! that surely do not run, shaped like the ones Claude Code 2.1.332 writes.
+//! Real registries for benchmarks and OS tests: records of real live child processes
+//! and of pids that surely do not run, shaped like the ones Claude Code 2.1.332 writes,
+//! and writers that rewrite records in place as Claude Code does.
 
 use std::fmt::Write as _;
 use std::fs;
-use std::io;
+use std::io::{self, Write as _};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
 use claude_peer_registry::ClaudeHome;
 
@@ -159,4 +164,97 @@ impl Registry {
             sessions,
         })
     }
+}
+
+/// How a [`Rewriter`] rewrites a record, in place as Claude Code does (open with
+/// `O_TRUNC`, write, close): readers can catch it empty or half written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// One `write` of the whole record.
+    Single,
+    /// The two halves in two `write`s, back to back.
+    Split,
+    /// A stall of up to this long between the truncate and the write (a loaded
+    /// machine); the stalls spread evenly over that range.
+    Stalling(Duration),
+}
+
+/// A thread rewriting one record in place, alternating two bodies, until stopped.
+#[derive(Debug)]
+pub struct Rewriter {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<usize>>,
+}
+
+impl Rewriter {
+    /// Rewrites `path` (which must exist: a rewrite never creates it) with `bodies` in
+    /// turn, as `how` says, pausing about `pause` after each rewrite (spread evenly
+    /// between half and one and a half times it: real writes keep no beat a reader
+    /// could fall in step with). Stops by itself when the file is removed.
+    #[must_use]
+    pub fn start(path: PathBuf, bodies: [String; 2], how: Writes, pause: Duration) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = thread::spawn(move || {
+            let mut n = 0;
+            while !flag.load(Ordering::Relaxed) {
+                let body = bodies[n % 2].as_bytes();
+                if rewrite(&path, body, how, n).is_err() {
+                    break;
+                }
+                n += 1;
+                thread::sleep(pause / 2 + pause * spread(n) / 1000);
+            }
+            n
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops rewriting once the rewrite under way is whole; returns how many were made.
+    #[must_use]
+    pub fn stop(mut self) -> usize {
+        self.stop_now()
+    }
+
+    fn stop_now(&mut self) -> usize {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Rewriter {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+/// The `n`th in-place rewrite of `path`.
+fn rewrite(path: &Path, body: &[u8], how: Writes, n: usize) -> io::Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)?;
+    match how {
+        Writes::Single => file.write_all(body),
+        Writes::Split => {
+            let (first, second) = body.split_at(body.len() / 2);
+            file.write_all(first)?;
+            file.write_all(second)
+        }
+        Writes::Stalling(most) => {
+            thread::sleep(most * spread(n + 500) / 1000);
+            file.write_all(body)
+        }
+    }
+}
+
+/// The `n`th of a sequence spread evenly over 0..1000 (a stride prime to 1000).
+fn spread(n: usize) -> u32 {
+    u32::try_from((n * 397) % 1000).unwrap_or(0)
 }

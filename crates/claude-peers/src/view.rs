@@ -69,10 +69,6 @@ impl<'a> SessionJson<'a> {
             reason: session.verdict.reason.as_deref(),
         }
     }
-
-    pub(crate) fn value(session: &Session) -> Value {
-        serde_json::to_value(SessionJson::new(session)).unwrap_or(Value::Null)
-    }
 }
 
 /// `show`: the session object plus everything else the record holds.

@@ -302,7 +302,7 @@ fn a_record_owned_by_another_uid_is_invalid() {
 }
 
 #[test]
-fn an_empty_record_of_a_live_pid_is_unreadable_after_a_second_read() {
+fn an_empty_record_of_a_live_pid_is_unreadable_once_the_reread_budget_is_spent() {
     let home = Home::new();
     let child = Sleeper::spawn();
     home.write(child.pid(), "");

@@ -3,12 +3,14 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::time::Duration;
 
 use claude_peer_probe::FileKind;
 use claude_peer_registry::{
-    Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Signal, classify_entry_name, judge,
+    Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Rejection, Signal,
+    classify_entry_name, judge,
 };
-use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_resolve::{Discovery, Rereads, Scope};
 use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs};
 use claude_peer_testkit::strategy;
 use proptest::collection::vec;
@@ -115,7 +117,8 @@ fn build(
     for entry in entries {
         fs = fs.with_file(&entry.name, entry.file.clone());
     }
-    Discovery::new(processes, fs).with_reread_after(std::time::Duration::ZERO)
+    Discovery::new(processes, fs)
+        .with_rereads(Rereads::new(Duration::ZERO, Duration::from_micros(1)))
 }
 
 /// The verdict the decision table gives one entry, worked out from the generated parts.
@@ -133,10 +136,19 @@ fn expected(entry: &GenEntry, table: &HashMap<u32, ProcessFacts>) -> Option<Live
         .cloned()
         .unwrap_or_else(ProcessFacts::gone);
     let first = Record::parse(pid, &entry.file.reads[0]);
+    // Read again only what would be unreadable: a live pid's torn record, not one its
+    // previous owner left or one no session can be at (a thread id).
+    let mid_rewrite = |rejection: &Rejection| {
+        let torn = Contents::Torn {
+            rejection,
+            modified: entry.file.modified,
+        };
+        rejection.is_torn()
+            && facts.signal == Signal::Alive
+            && judge(torn, &facts, Some(OURS)).liveness == Liveness::Unreadable
+    };
     let parsed = match (&first, entry.file.reads.get(1)) {
-        (Err(r), Some(second)) if r.is_torn() && facts.signal == Signal::Alive => {
-            Record::parse(pid, second)
-        }
+        (Err(r), Some(second)) if mid_rewrite(r) => Record::parse(pid, second),
         _ => first,
     };
     let facts = if facts.signal == Signal::Alive {
@@ -207,21 +219,77 @@ proptest! {
 #[test]
 fn a_torn_record_that_is_whole_on_the_second_read_is_live() {
     let whole = br#"{"pid":40,"sessionId":"s","procStart":"100"}"#.to_vec();
+    let reads = vec![Vec::new(), whole];
+    assert_eq!(
+        scan_torn(reads, None),
+        (Some(Liveness::Live), None, 2),
+        "read exactly twice"
+    );
+}
+
+/// A live pid's record at `40.json` whose successive reads are `reads`, scanned with
+/// three rereads (waits of 1, 2 and 4 µs); `age` is how long before the process
+/// started the file was last modified.
+fn scan_torn(
+    reads: Vec<Vec<u8>>,
+    age: Option<Duration>,
+) -> (Option<Liveness>, Option<String>, usize) {
+    let now = std::time::SystemTime::now();
     let entries = [GenEntry {
         name: "40.json".into(),
         file: FakeFile {
             kind: FileKind::Regular,
             owner: UID,
-            modified: None,
-            reads: vec![Vec::new(), whole],
+            modified: age.map(|age| now - age),
+            reads,
         },
     }];
     let mut table = HashMap::new();
     let mut facts = ProcessFacts::with_signal(Signal::Alive);
     facts.start_token = Some("100".into());
+    facts.started_at = Some(now);
     table.insert(40, facts);
-    let discovery = build(&entries, &table);
-    let scan = discovery.scan(&fake_home(), Scope::Live).unwrap();
-    assert_eq!(scan.sessions.len(), 1, "the second read found the record");
-    assert_eq!(discovery.fs().reads().len(), 2, "read exactly twice");
+    let discovery = build(&entries, &table).with_rereads(Rereads::new(
+        Duration::from_micros(1),
+        Duration::from_micros(7),
+    ));
+    let scan = discovery.scan(&fake_home(), Scope::All).unwrap();
+    let verdict = scan.sessions.first().map(|s| s.verdict.clone());
+    (
+        verdict.as_ref().map(|v| v.liveness),
+        verdict.and_then(|v| v.reason),
+        discovery.fs().reads().len(),
+    )
+}
+
+#[test]
+fn a_record_torn_on_every_read_but_the_last_of_the_budget_is_live() {
+    let whole = br#"{"pid":40,"sessionId":"s","procStart":"100"}"#.to_vec();
+    let half = br#"{"pid":40,"sessi"#.to_vec();
+    let reads = vec![Vec::new(), half.clone(), half, whole];
+    assert_eq!(scan_torn(reads, None), (Some(Liveness::Live), None, 4));
+}
+
+#[test]
+fn a_record_torn_for_the_whole_budget_is_unreadable_with_its_reason() {
+    let whole = br#"{"pid":40,"sessionId":"s","procStart":"100"}"#.to_vec();
+    let reads = vec![Vec::new(), Vec::new(), Vec::new(), Vec::new(), whole];
+    let (liveness, reason, reads) = scan_torn(reads, None);
+    assert_eq!(
+        (liveness, reads),
+        (Some(Liveness::Unreadable), 4),
+        "one read and three rereads, then the verdict"
+    );
+    assert!(
+        reason.unwrap().contains("empty"),
+        "the reason names the rejection"
+    );
+}
+
+#[test]
+fn a_torn_file_its_pids_previous_owner_left_is_not_read_again() {
+    let an_hour = Some(Duration::from_secs(3600));
+    let (liveness, _, reads) = scan_torn(vec![Vec::new()], an_hour);
+    assert_eq!(liveness, Some(Liveness::Gone));
+    assert_eq!(reads, 1, "a leftover is never waited for");
 }

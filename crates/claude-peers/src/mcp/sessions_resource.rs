@@ -3,21 +3,28 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
 
+use claude_peer_probe::{OsNotifier, OsProcessTable, OsRegistryFs};
 use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_watch::Watcher;
 use rmcp::model::{
     ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParam,
 };
 use rmcp::{ErrorData, Peer, RoleServer};
+use tokio::sync::mpsc;
 
 use crate::commands::scan;
 use crate::output::Failure;
 use crate::view::SessionJson;
-use crate::watch::POLL_EVERY;
 
 /// The resource's one URI.
 pub(crate) const URI: &str = "claude-peers://sessions";
+
+/// How often the watch thread looks whether the server still listens.
+const LISTENER_CHECK: Duration = Duration::from_secs(1);
 
 /// The resource and its subscription.
 #[derive(Debug, Clone)]
@@ -53,19 +60,43 @@ impl SessionsResource {
         ]))
     }
 
-    /// Starts watching (once per server) from the list as it is now.
+    /// Starts watching (once per server, again after a watch ended) from the sessions
+    /// live now.
     pub(crate) async fn subscribe(&self, peer: Peer<RoleServer>) -> Result<(), ErrorData> {
         self.subscribed.store(true, Ordering::Release);
-        if !self.watching.swap(true, Ordering::AcqRel) {
-            let first = live_list_off_loop(self.home.clone()).await;
-            let first = first.inspect_err(|_| self.watching.store(false, Ordering::Release))?;
-            tokio::spawn(notify_changes(
-                self.home.clone(),
-                first,
-                Arc::clone(&self.subscribed),
-                peer,
-            ));
+        if self.watching.swap(true, Ordering::AcqRel) {
+            return Ok(());
         }
+        let home = self.home.clone();
+        let started = tokio::task::spawn_blocking(move || start_watch(home))
+            .await
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))
+            .and_then(|watch| {
+                watch.map_err(|failure| ErrorData::internal_error(failure.json(), None))
+            });
+        let watcher = started.inspect_err(|_| self.watching.store(false, Ordering::Release))?;
+        let (news, mut heard) = mpsc::unbounded_channel();
+        thread::Builder::new()
+            .name("mcp-sessions-watch".to_owned())
+            .spawn(move || announce_changes(watcher, &news))
+            .map_err(|err| {
+                self.watching.store(false, Ordering::Release);
+                ErrorData::internal_error(format!("cannot start the sessions watch: {err}"), None)
+            })?;
+        let (subscribed, watching) = (Arc::clone(&self.subscribed), Arc::clone(&self.watching));
+        tokio::spawn(async move {
+            while heard.recv().await.is_some() {
+                if subscribed.load(Ordering::Acquire)
+                    && peer
+                        .notify_resource_updated(ResourceUpdatedNotificationParam::new(URI))
+                        .await
+                        .is_err()
+                {
+                    break; // The client has gone.
+                }
+            }
+            watching.store(false, Ordering::Release);
+        });
         Ok(())
     }
 
@@ -86,31 +117,42 @@ pub(crate) fn check_uri(uri: &str) -> Result<(), ErrorData> {
     }
 }
 
-/// Tells `peer` whenever the live list differs from the last one seen, while it is
-/// subscribed; ends when the client has gone.
-async fn notify_changes(
-    home: ClaudeHome,
-    mut last: String,
-    subscribed: Arc<AtomicBool>,
-    peer: Peer<RoleServer>,
-) {
+type OsWatcher = Watcher<OsProcessTable, OsRegistryFs, OsNotifier>;
+
+/// A watch of `home` with the sessions live now taken: only what changes from here on
+/// is announced.
+fn start_watch(home: ClaudeHome) -> Result<OsWatcher, Failure> {
+    let mut watcher = Watcher::os(home).map_err(crate::watch::failure)?;
+    let diagnostics = super::diagnostics();
+    for warning in watcher.warnings() {
+        diagnostics.warn(&warning.to_string());
+    }
+    while watcher
+        .next_event(Duration::ZERO)
+        .map_err(crate::watch::failure)?
+        .is_some()
+    {}
+    Ok(watcher)
+}
+
+/// The change source: the watch engine's events (a session appeared, changed or
+/// vanished), one announcement per batch. Ends when the server stops listening, or,
+/// said on stderr, when the watch cannot go on.
+fn announce_changes(mut watcher: OsWatcher, news: &mpsc::UnboundedSender<()>) {
     loop {
-        tokio::time::sleep(POLL_EVERY).await;
-        // An unreadable registry now is no change to report; the next scan tries again.
-        let Ok(now) = live_list_off_loop(home.clone()).await else {
-            continue;
-        };
-        if now == last {
-            continue;
-        }
-        last = now;
-        if subscribed.load(Ordering::Acquire)
-            && peer
-                .notify_resource_updated(ResourceUpdatedNotificationParam::new(URI))
-                .await
-                .is_err()
-        {
-            return;
+        match watcher.next_event(LISTENER_CHECK) {
+            Ok(Some(_)) => {
+                while let Ok(Some(_)) = watcher.next_event(Duration::ZERO) {}
+                if news.send(()).is_err() {
+                    return;
+                }
+            }
+            Ok(None) if news.is_closed() => return,
+            Ok(None) => {}
+            Err(err) => {
+                super::diagnostics().warn(&format!("the sessions watch stopped: {err}"));
+                return;
+            }
         }
     }
 }

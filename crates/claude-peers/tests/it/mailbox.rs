@@ -364,3 +364,48 @@ fn a_killed_sender_closes_the_mailbox_with_its_pending_messages_unknown() {
     );
     assert_eq!(mailbox.child.wait().unwrap().code(), Some(1));
 }
+
+#[test]
+fn a_message_the_receiving_user_denies_in_its_dialog_is_reported_denied() {
+    let receiver = Receiver::start_bypassing(&json!({}));
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    mailbox.send("r1", &receiver.session_id, "may I?", false);
+    let events = mailbox.until(Duration::from_secs(60), |e| is(e, "receipt"));
+    let sent = msg_id(events.iter().find(|e| is(e, "sent")).unwrap());
+    assert_eq!(events.last().unwrap()["outcome"], "held");
+    let dialog = wait_for(Duration::from_secs(15), || {
+        receiver
+            .screen()
+            .contains("Held message from another session")
+            .then_some(())
+    });
+    assert!(
+        dialog.is_some(),
+        "the receiver asks its user: {}",
+        receiver.screen()
+    );
+    receiver.keys("Enter"); // "Deny" is preselected.
+    let denied = mailbox.until(Duration::from_secs(30), |e| is(e, "receipt"));
+    let denied = denied.last().unwrap();
+    assert_eq!(denied["outcome"], "denied");
+    assert_eq!(denied["msg_ids"], json!([sent]));
+    let transcript = serde_json::to_string(&receiver.transcript()).unwrap();
+    assert!(
+        receiver.delivered(&sent).is_none() && !transcript.contains("\"may I?\""),
+        "never delivered"
+    );
+}
+
+#[test]
+fn a_held_message_nobody_approves_expires_after_the_receivers_dialog_expiry() {
+    let receiver = Receiver::start_bypassing(&json!({"dialogExpiry": "60s"}));
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    mailbox.send("r1", &receiver.session_id, "nobody will answer", false);
+    let events = mailbox.until(Duration::from_secs(60), |e| is(e, "receipt"));
+    let sent = msg_id(events.iter().find(|e| is(e, "sent")).unwrap());
+    assert_eq!(events.last().unwrap()["outcome"], "held");
+    let expired = mailbox.until(Duration::from_secs(120), |e| is(e, "receipt"));
+    let expired = expired.last().unwrap();
+    assert_eq!(expired["outcome"], "expired");
+    assert_eq!(expired["msg_ids"], json!([sent]));
+}

@@ -73,19 +73,34 @@ impl Receiver {
 
     /// Starts a receiver whose model answers with `script`.
     pub(crate) fn start_with(policy: Option<&str>, args: &[&str], script: Arc<dyn Script>) -> Self {
+        let settings = policy.map_or_else(|| json!({}), |p| json!({"crossSessionInbound": p}));
+        Self::spawn(&settings, args, &[], script)
+    }
+
+    /// Starts a receiver that bypasses permission prompts (allowed as root with
+    /// `IS_SANDBOX=1`) with no policy set, so messages from a sender that does not are
+    /// held in a dialog; `settings` adds to its user settings (`dialogExpiry`).
+    pub(crate) fn start_bypassing(settings: &Value) -> Self {
+        Self::spawn(
+            settings,
+            &["--permission-mode", "bypassPermissions"],
+            &["IS_SANDBOX=1"],
+            Arc::new(|_: &Value| Reply::Text("Noted.".to_owned())),
+        )
+    }
+
+    fn spawn(settings: &Value, args: &[&str], env: &[&str], script: Arc<dyn Script>) -> Self {
         static COUNT: AtomicUsize = AtomicUsize::new(0);
         let home = tempfile::tempdir().unwrap();
         let cwd = home.path().join("project");
         fs::create_dir_all(&cwd).unwrap();
         let config = json!({
-            "hasCompletedOnboarding": true, "theme": "dark",
+            "hasCompletedOnboarding": true, "theme": "dark", "bypassPermissionsModeAccepted": true,
             "customApiKeyResponses": {"approved": [RECEIVER_KEY], "rejected": []},
             "projects": {cwd.to_str().unwrap(): {"hasTrustDialogAccepted": true}},
         });
         fs::write(home.path().join(".claude.json"), config.to_string()).unwrap();
-        if let Some(policy) = policy {
-            set_policy(home.path(), policy);
-        }
+        fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
         let model = Endpoint::start(RECEIVER_KEY, script).unwrap();
         let tmux_name = format!("r{}", COUNT.fetch_add(1, Ordering::Relaxed));
         let mut command = vec![
@@ -102,8 +117,9 @@ impl Receiver {
             "DISABLE_ERROR_REPORTING=1".to_owned(),
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".to_owned(),
             format!("CLAUDE_CODE_SESSION_NAME=receiver-{tmux_name}"),
-            claude().to_str().unwrap().to_owned(),
         ];
+        command.extend(env.iter().map(|&e| e.to_owned()));
+        command.push(claude().to_str().unwrap().to_owned());
         command.extend(args.iter().map(|&a| a.to_owned()));
         let status = tmux()
             .args([
@@ -161,6 +177,15 @@ impl Receiver {
             .output();
         out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default()
+    }
+
+    /// Types `keys` into its terminal (tmux key names, e.g. `Enter`).
+    pub(crate) fn keys(&self, keys: &str) {
+        let status = tmux()
+            .args(["send-keys", "-t", &self.tmux_name, keys])
+            .status()
+            .unwrap();
+        assert!(status.success());
     }
 
     /// Every line of the receiver's transcript, parsed.
