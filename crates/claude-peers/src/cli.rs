@@ -120,6 +120,19 @@ pub(crate) enum Command {
         #[arg(long)]
         poll: bool,
     },
+    /// Serve the sessions as MCP tools on stdin and stdout, for any MCP client
+    ///
+    /// Tools: list_sessions, show_session, inbound_policy (read-only) and send_message
+    /// (through Claude Code, as send does); the resource claude-peers://sessions, which a
+    /// client can subscribe to. No tool changes settings. Diagnostics go to stderr.
+    Mcp {
+        /// The Claude Code that send_message sends with [default: claude on PATH]
+        #[arg(long, value_name = "PATH")]
+        claude: Option<PathBuf>,
+        /// Managed settings file
+        #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
+        managed_settings: PathBuf,
+    },
     /// Print a shell completion script
     Completions {
         /// The shell

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::cli::{Cli, Command, Policy, SettingsAction, Shell};
 use crate::output::{Exit, Failure, Output};
 use crate::view::{SessionDetailJson, SessionJson, now_ms, status_text, table};
-use crate::{mailbox, send, watch};
+use crate::{mailbox, mcp, send, watch};
 
 pub(crate) type Os = Discovery<OsProcessTable, OsRegistryFs>;
 
@@ -55,6 +55,15 @@ pub(crate) fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
         } => send::claude_relay(claude, from, timeout)
             .map_err(Fail::from)
             .and_then(|relay| mailbox::run(&home, &relay, managed_settings)),
+        Command::Mcp {
+            claude,
+            managed_settings,
+        } => mcp::run(mcp::Config {
+            home,
+            claude,
+            managed_settings,
+        })
+        .map_err(Fail::Failure),
         Command::Completions { shell } => completions(shell),
     };
     match result {
@@ -128,7 +137,7 @@ pub(crate) fn scan(
     home: &ClaudeHome,
     scope: Scope,
     out: &Output,
-) -> Result<Scan, Fail> {
+) -> Result<Scan, Failure> {
     let scan = discovery.scan(home, scope)?;
     for warning in &scan.warnings {
         out.warn(&warning.to_string());
@@ -218,56 +227,7 @@ fn human_list(sessions: &[Session], all: bool, out: &Output) -> String {
 
 fn show(home: &ClaudeHome, target: &str, out: &Output) -> Result<Exit, Fail> {
     let scan = scan(&Discovery::os(), home, Scope::All, out)?;
-    let by_id = |s: &&Session| s.record.as_ref().is_some_and(|r| r.session_id == target);
-    // A session id names one conversation; prefer its live record over leftovers.
-    let found = scan
-        .sessions
-        .iter()
-        .filter(by_id)
-        .find(|s| s.is_live())
-        .or_else(|| scan.sessions.iter().find(by_id));
-    let session = if let Some(session) = found {
-        session
-    } else {
-        let named: Vec<&Session> = scan
-            .sessions
-            .iter()
-            .filter(|s| {
-                s.is_live() && s.record.as_ref().and_then(|r| r.name.as_deref()) == Some(target)
-            })
-            .collect();
-        match named.as_slice() {
-            [one] => *one,
-            [] => {
-                return Err(Fail::Failure(Failure::error(
-                    "not_found",
-                    format!(
-                        "no record has session id `{target}` and no live session is named `{target}`"
-                    ),
-                )));
-            }
-            several => {
-                let holders: Vec<String> = several
-                    .iter()
-                    .map(|s| {
-                        format!(
-                            "pid {} (session {})",
-                            s.pid.map_or(0, claude_peer_registry::Pid::get),
-                            s.record.as_ref().map_or("?", |r| r.session_id.as_str())
-                        )
-                    })
-                    .collect();
-                return Err(refusal(
-                    RefusalKind::IdentityMismatch,
-                    format!(
-                        "{} live sessions are named `{target}`: {}",
-                        several.len(),
-                        holders.join(", ")
-                    ),
-                ));
-            }
-        }
-    };
+    let session = find_session(&scan, target)?;
     if out.json {
         out.json(&SessionDetailJson::new(session))?;
     } else {
@@ -276,8 +236,55 @@ fn show(home: &ClaudeHome, target: &str, out: &Output) -> Result<Exit, Fail> {
     Ok(Exit::Success)
 }
 
-fn refusal(kind: RefusalKind, message: String) -> Fail {
-    Fail::Failure(claude_peer_resolve::Error::Refused(Refusal { kind, message }).into())
+/// The session `show` means by `target`: a session id (its live record over leftovers),
+/// else the name of exactly one live session.
+pub(crate) fn find_session<'a>(scan: &'a Scan, target: &str) -> Result<&'a Session, Failure> {
+    let by_id = |s: &&Session| s.record.as_ref().is_some_and(|r| r.session_id == target);
+    // A session id names one conversation; prefer its live record over leftovers.
+    let found = scan
+        .sessions
+        .iter()
+        .filter(by_id)
+        .find(|s| s.is_live())
+        .or_else(|| scan.sessions.iter().find(by_id));
+    if let Some(session) = found {
+        return Ok(session);
+    }
+    let named: Vec<&Session> = scan
+        .sessions
+        .iter()
+        .filter(|s| {
+            s.is_live() && s.record.as_ref().and_then(|r| r.name.as_deref()) == Some(target)
+        })
+        .collect();
+    match named.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(Failure::error(
+            "not_found",
+            format!("no record has session id `{target}` and no live session is named `{target}`"),
+        )),
+        several => {
+            let holders: Vec<String> = several
+                .iter()
+                .map(|s| {
+                    format!(
+                        "pid {} (session {})",
+                        s.pid.map_or(0, claude_peer_registry::Pid::get),
+                        s.record.as_ref().map_or("?", |r| r.session_id.as_str())
+                    )
+                })
+                .collect();
+            let refusal = Refusal {
+                kind: RefusalKind::IdentityMismatch,
+                message: format!(
+                    "{} live sessions are named `{target}`: {}",
+                    several.len(),
+                    holders.join(", ")
+                ),
+            };
+            Err(claude_peer_resolve::Error::Refused(refusal).into())
+        }
+    }
 }
 
 fn human_show(session: &Session) -> String {

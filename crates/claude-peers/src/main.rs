@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod mailbox;
+mod mcp;
 mod output;
 mod send;
 mod view;

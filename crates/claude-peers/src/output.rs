@@ -45,6 +45,19 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// Its JSON shape, `{"refusal"|"error": name, "message": …}`; written by hand to keep
+    /// the documented key order: the name first, then the message.
+    pub(crate) fn json(&self) -> String {
+        format!(
+            "{{{}:{},\"message\":{}}}",
+            serde_json::Value::from(self.key),
+            serde_json::Value::from(self.name),
+            serde_json::Value::from(self.message.as_str())
+        )
+    }
+}
+
 impl From<claude_peer_resolve::Error> for Failure {
     fn from(err: claude_peer_resolve::Error) -> Self {
         match err.refusal() {
@@ -147,14 +160,7 @@ impl Output {
     /// Reports a failure: its JSON shape on stdout with `--json`, a sentence on stderr always.
     pub(crate) fn fail(&self, failure: &Failure) -> ExitCode {
         if self.json {
-            // Written by hand to keep the documented key order: the name first, then the message.
-            let line = format!(
-                "{{{}:{},\"message\":{}}}",
-                serde_json::Value::from(failure.key),
-                serde_json::Value::from(failure.name),
-                serde_json::Value::from(failure.message.as_str())
-            );
-            let _ = self.text(&format!("{line}\n"));
+            let _ = self.text(&format!("{}\n", failure.json()));
         }
         let _ = writeln!(
             io::stderr(),

@@ -28,13 +28,27 @@ pub(crate) struct How {
 }
 
 #[derive(Debug, Serialize)]
-struct DeliveredJson<'a> {
+pub(crate) struct DeliveredJson<'a> {
     delivered: bool,
     session: SessionJson<'a>,
     inbound: &'static str,
     via: &'static str,
     receipt: Option<&'static str>,
     msg_id: Option<&'a str>,
+}
+
+impl<'a> DeliveredJson<'a> {
+    /// `via` is `claude` or `program`.
+    pub(crate) fn new(delivered: &'a Delivered, via: &'static str) -> Self {
+        Self {
+            delivered: true,
+            session: SessionJson::new(&delivered.session),
+            inbound: delivered.inbound.as_str(),
+            via,
+            receipt: delivered.receipt.map(Outcome::as_str),
+            msg_id: delivered.msg_id.as_deref(),
+        }
+    }
 }
 
 pub(crate) fn run(
@@ -61,14 +75,7 @@ pub(crate) fn run(
         )
     };
     if out.json {
-        out.json(&DeliveredJson {
-            delivered: true,
-            session: SessionJson::new(&delivered.session),
-            inbound: delivered.inbound.as_str(),
-            via,
-            receipt: delivered.receipt.map(Outcome::as_str),
-            msg_id: delivered.msg_id.as_deref(),
-        })?;
+        out.json(&DeliveredJson::new(&delivered, via))?;
     } else {
         out.text(&sentence(&delivered))?;
     }

@@ -43,7 +43,7 @@ pub(crate) fn run(home: &ClaudeHome, force_poll: bool, out: &Output) -> Result<E
     }
 }
 
-fn failure(err: claude_peer_watch::Error) -> Failure {
+pub(crate) fn failure(err: claude_peer_watch::Error) -> Failure {
     match err {
         claude_peer_watch::Error::Scan(err) => err.into(),
         err => Failure::error("watch_failed", err.to_string()),

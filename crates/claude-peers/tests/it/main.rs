@@ -6,6 +6,8 @@
 mod claude;
 mod list;
 mod mailbox;
+mod mcp;
+mod mcp_claude;
 mod receiver;
 mod resolve;
 mod send;

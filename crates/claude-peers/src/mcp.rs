@@ -1,0 +1,352 @@
+//! `mcp`: the sessions as tools of a stdio MCP server, for agents of any vendor.
+//!
+//! Each tool answers with the `--json` shape of the command it stands for, from the same
+//! code: `list_sessions` as `list`, `show_session` as `show`, `inbound_policy` as
+//! `settings effective`, `send_message` as `send` through Claude Code. A refusal or an
+//! error is a tool error carrying the refusal JSON; a request that is not a valid call
+//! (unknown tool, wrong-typed argument, oversized message) is a JSON-RPC error. No tool
+//! changes settings: an agent must not be able to loosen the user's inbound policy.
+//!
+//! The async runtime lives here, in the command, and only for this subcommand: the
+//! library crates stay synchronous, and their blocking calls run on tokio's blocking pool.
+
+mod sessions_resource;
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use claude_peer_registry::ClaudeHome;
+use claude_peer_relay::{Courier, DEFAULT_TIMEOUT, MAX_MESSAGE_BYTES};
+use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_settings::effective_policy;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::commands::{find_session, scan};
+use crate::output::{Exit, Failure, Output};
+use crate::send::{DeliveredJson, claude_relay};
+use crate::view::{SessionDetailJson, SessionJson};
+
+/// How rmcp begins the message of arguments that do not deserialize.
+const BAD_ARGUMENTS: &str = "failed to deserialize parameters:";
+
+/// What the server was started with.
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) home: ClaudeHome,
+    /// The Claude Code that `send_message` sends with; `None`: `claude` on `PATH`.
+    pub(crate) claude: Option<PathBuf>,
+    pub(crate) managed_settings: PathBuf,
+}
+
+/// Serves MCP on stdin and stdout until the client closes stdin.
+pub(crate) fn run(config: Config) -> Result<Exit, Failure> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| {
+            Failure::error("mcp_failed", format!("cannot start the MCP server: {err}"))
+        })?;
+    runtime.block_on(async {
+        let server = Peers::new(config)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|err| {
+                Failure::error(
+                    "mcp_failed",
+                    format!("the MCP session did not start: {err}"),
+                )
+            })?;
+        server
+            .waiting()
+            .await
+            .map_err(|err| Failure::error("mcp_failed", format!("the MCP server failed: {err}")))?;
+        Ok(Exit::Success)
+    })
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct ListArgs {
+    /// Every record in the registry with its liveness verdict and reason, not only the live sessions.
+    #[serde(default)]
+    all: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct ShowArgs {
+    /// A session id, or the name of exactly one live session.
+    session: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct PolicyArgs {
+    /// The session's working directory, an absolute path (default: the server's).
+    cwd: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct SendArgs {
+    /// The receiving session's id (from `list_sessions`).
+    session_id: String,
+    /// The text to deliver, at most 65536 bytes.
+    message: String,
+    /// The sender's name, which the receiver sees (default: claude-peers).
+    from: Option<String>,
+}
+
+/// `list_sessions`: an object, as MCP wants structured content to be, around `list --json`.
+#[derive(Debug, Serialize)]
+struct SessionsJson<'a> {
+    sessions: Vec<SessionJson<'a>>,
+}
+
+/// The MCP server: the tools and the `claude-peers://sessions` resource.
+#[derive(Debug, Clone)]
+pub(crate) struct Peers {
+    config: Arc<Config>,
+    resource: sessions_resource::SessionsResource,
+}
+
+#[tool_router]
+impl Peers {
+    fn new(config: Config) -> Self {
+        Self {
+            resource: sessions_resource::SessionsResource::new(config.home.clone()),
+            config: Arc::new(config),
+        }
+    }
+
+    #[tool(
+        description = "List the live Claude Code sessions on this machine (name, status, cwd, pid, whether each can be messaged); all=true lists every registry record with its liveness verdict.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_sessions(&self, Parameters(args): Parameters<ListArgs>) -> CallToolResult {
+        let home = self.config.home.clone();
+        let scope = if args.all { Scope::All } else { Scope::Live };
+        blocking(move || {
+            let scan = scan(&Discovery::os(), &home, scope, &diagnostics())?;
+            let sessions = scan.sessions.iter().map(SessionJson::new).collect();
+            to_json(&SessionsJson { sessions })
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Show one Claude Code session in full (former names, peer features, why it cannot be messaged, …), by session id or by the name of exactly one live session.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn show_session(&self, Parameters(args): Parameters<ShowArgs>) -> CallToolResult {
+        let home = self.config.home.clone();
+        blocking(move || {
+            let scan = scan(&Discovery::os(), &home, Scope::All, &diagnostics())?;
+            let session = find_session(&scan, &args.session)?;
+            to_json(&SessionDetailJson::new(session))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Tell whether sessions in a directory accept cross-session messages: the effective crossSessionInbound (accept, hold, refuse or default) and every settings layer read. Read-only.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn inbound_policy(
+        &self,
+        Parameters(args): Parameters<PolicyArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let cwd = match args.cwd {
+            Some(cwd) if Path::new(&cwd).is_absolute() => PathBuf::from(cwd),
+            Some(cwd) => {
+                return Err(ErrorData::invalid_params(
+                    format!("cwd `{cwd}` is not an absolute path"),
+                    None,
+                ));
+            }
+            None => std::env::current_dir().map_err(|err| {
+                ErrorData::internal_error(format!("cannot read the current directory: {err}"), None)
+            })?,
+        };
+        let config = Arc::clone(&self.config);
+        Ok(blocking(move || {
+            let report =
+                effective_policy(&config.home.user_settings(), &config.managed_settings, &cwd);
+            to_json(&report)
+        })
+        .await)
+    }
+
+    #[tool(
+        description = "Send one message to one live Claude Code session through Claude Code's own SendMessage, after checking its identity and inbound policy; reports accepted or held, or why it was refused.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn send_message(
+        &self,
+        Parameters(args): Parameters<SendArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if args.message.len() > MAX_MESSAGE_BYTES {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "message is {} bytes, above the limit of {MAX_MESSAGE_BYTES} bytes (64 KiB); nothing was sent",
+                    args.message.len()
+                ),
+                None,
+            ));
+        }
+        let config = Arc::clone(&self.config);
+        Ok(blocking(move || {
+            let from = args
+                .from
+                .unwrap_or_else(|| claude_peer_relay::DEFAULT_SENDER_NAME.to_owned());
+            let relay = claude_relay(config.claude.clone(), from, DEFAULT_TIMEOUT)?;
+            let delivered = Courier::os()
+                .with_managed_settings(&config.managed_settings)
+                .deliver(&config.home, &args.session_id, &args.message, &relay)
+                .map_err(Failure::from)?;
+            to_json(&DeliveredJson::new(&delivered, "claude"))
+        })
+        .await)
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Peers {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build(),
+        )
+        .with_server_info(Implementation::new("claude-peers", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "The live Claude Code sessions on this machine: list and inspect them, check whether one accepts messages, and message it through Claude Code's own SendMessage.",
+        )
+    }
+
+    /// Up to the last revision with `initialize` and `resources/subscribe`, which the
+    /// sessions resource speaks and clients use today.
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let call = ToolCallContext::new(self, request, context);
+        let response = Self::tool_router().call(call).await?;
+        // rmcp answers arguments that do not fit a tool's schema with a tool error; here
+        // a wrong-typed or missing argument is a malformed call, so a JSON-RPC error.
+        if let CallToolResponse::Complete(result) = &response
+            && result.is_error == Some(true)
+            && let [ContentBlock::Text(text)] = result.content.as_slice()
+            && text.text.starts_with(BAD_ARGUMENTS)
+        {
+            return Err(ErrorData::invalid_params(text.text.clone(), None));
+        }
+        Ok(response)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            sessions_resource::SessionsResource::describe(),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        sessions_resource::check_uri(&request.uri)?;
+        Ok(self.resource.read().await?.into())
+    }
+
+    #[allow(deprecated, reason = "resources/subscribe is what clients speak today")]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        sessions_resource::check_uri(&request.uri)?;
+        self.resource.subscribe(context.peer).await
+    }
+
+    #[allow(
+        deprecated,
+        reason = "resources/unsubscribe is what clients speak today"
+    )]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        sessions_resource::check_uri(&request.uri)?;
+        self.resource.unsubscribe();
+        Ok(())
+    }
+}
+
+/// Where scan warnings go: stderr, as with `--json` (stdout is the protocol's).
+fn diagnostics() -> Output {
+    Output::new(true)
+}
+
+fn to_json(value: &impl Serialize) -> Result<String, Failure> {
+    serde_json::to_string(value).map_err(|err| Failure::error("internal", err.to_string()))
+}
+
+/// Runs a command's blocking work off the protocol loop. Its JSON, in the command's key
+/// order, is the result's text and, parsed, its structured content; a failure is a tool
+/// error carrying the failure's JSON.
+async fn blocking(
+    work: impl FnOnce() -> Result<String, Failure> + Send + 'static,
+) -> CallToolResult {
+    let result = tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|err| {
+            Err(Failure::error(
+                "internal",
+                format!("the tool's work failed: {err}"),
+            ))
+        });
+    let (text, is_error) = match result {
+        Ok(text) => (text, false),
+        Err(failure) => (failure.json(), true),
+    };
+    let mut result = if is_error {
+        CallToolResult::structured_error(serde_json::from_str(&text).unwrap_or(Value::Null))
+    } else {
+        CallToolResult::structured(serde_json::from_str(&text).unwrap_or(Value::Null))
+    };
+    result.content = vec![ContentBlock::text(text)];
+    result
+}

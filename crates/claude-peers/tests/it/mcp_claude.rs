@@ -1,0 +1,255 @@
+//! `claude-peers mcp` under a real client: the pinned Claude Code, headless, with the
+//! server in its `--mcp-config` and a scripted model that calls every tool once, sends
+//! to a live interactive receiver, and is refused once. What Claude Code's own
+//! stream-json shows as each tool result is what is asserted.
+
+use std::fs;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use claude_peer_relay::endpoint::{Endpoint, Reply};
+use serde_json::{Value, json};
+
+use crate::receiver::{Receiver, claude, wait_for};
+
+const KEY: &str = "sk-ant-mcp-client-test";
+const TOOLS: [&str; 4] = [
+    "list_sessions",
+    "show_session",
+    "inbound_policy",
+    "send_message",
+];
+
+/// The model's plan: one tool call per step, then a final text.
+fn steps(receiver: &Receiver) -> Vec<(&'static str, Value)> {
+    vec![
+        ("list_sessions", json!({})),
+        ("show_session", json!({"session": receiver.session_id})),
+        ("inbound_policy", json!({"cwd": receiver.cwd})),
+        (
+            "send_message",
+            json!({"session_id": receiver.session_id, "message": "hello over MCP", "from": "mcp-client"}),
+        ),
+        (
+            "send_message",
+            json!({"session_id": "00000000-0000-4000-8000-000000000000", "message": "to nobody"}),
+        ),
+    ]
+}
+
+/// How many tool results the request's conversation holds: the step the model is at.
+fn results_so_far(request: &Value) -> usize {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|block| block["type"] == "tool_result")
+        .count()
+}
+
+/// The text of a stream-json tool result's content (a string or text blocks).
+fn result_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<String>(),
+        other => panic!("unexpected tool result content {other}"),
+    }
+}
+
+/// What one headless run showed: its stream-json lines, and the tools its model was offered.
+struct Run {
+    lines: Vec<Value>,
+    stdout: String,
+    offered: Value,
+}
+
+/// Runs the pinned Claude Code headless, with the server on the receiver's home in its
+/// `--mcp-config` and a model that follows `plan`.
+fn run_client(receiver: &Receiver, plan: &[(&'static str, Value)]) -> Run {
+    let client_home = tempfile::tempdir().unwrap();
+    fs::write(
+        client_home.path().join(".claude.json"),
+        r#"{"hasCompletedOnboarding":true}"#,
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let offered: Arc<Mutex<Option<Value>>> = Arc::default();
+    let model = {
+        let (plan, offered) = (plan.to_vec(), Arc::clone(&offered));
+        Endpoint::start(
+            KEY,
+            Arc::new(move |request: &Value| {
+                let tools = request["tools"].as_array().cloned().unwrap_or_default();
+                if !tools
+                    .iter()
+                    .any(|t| t["name"] == "mcp__peers__list_sessions")
+                {
+                    return Reply::Text("No tools here.".to_owned());
+                }
+                offered.lock().unwrap().get_or_insert(Value::Array(tools));
+                let step = results_so_far(request);
+                match plan.get(step) {
+                    Some((tool, input)) => Reply::ToolUse {
+                        id: format!("toolu_peers_{step}"),
+                        name: format!("mcp__peers__{tool}"),
+                        input: input.clone(),
+                    },
+                    None => Reply::Text("Done.".to_owned()),
+                }
+            }),
+        )
+        .unwrap()
+    };
+    let config = json!({"mcpServers": {"peers": {
+        "type": "stdio",
+        "command": env!("CARGO_BIN_EXE_claude-peers"),
+        "args": [
+            "--home", receiver.home.path(), "mcp",
+            "--claude", claude(),
+            "--managed-settings", cache.path().join("no-managed-settings.json"),
+        ],
+        "env": {"XDG_CACHE_HOME": cache.path()},
+    }}});
+    let allowed: Vec<String> = TOOLS.iter().map(|t| format!("mcp__peers__{t}")).collect();
+    let output = Command::new(claude())
+        .args([
+            "-p",
+            "Use the peers tools.",
+            "--output-format",
+            "stream-json",
+        ])
+        .args(["--verbose", "--no-session-persistence", "--max-turns", "10"])
+        .arg("--mcp-config")
+        .arg(config.to_string())
+        .args(["--strict-mcp-config", "--allowedTools", &allowed.join(",")])
+        .current_dir(client_home.path())
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("CLAUDE_CONFIG_DIR", client_home.path())
+        .env("ANTHROPIC_BASE_URL", model.base_url())
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "claude -p failed: {stderr}\n{stdout}"
+    );
+    let lines = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let offered = offered.lock().unwrap().clone();
+    Run {
+        lines,
+        offered: offered.expect("the model was offered the server's tools"),
+        stdout,
+    }
+}
+
+impl Run {
+    /// Step `step`'s tool result, parsed, and whether it is an error.
+    fn result(&self, step: usize) -> (Value, bool) {
+        let id = format!("toolu_peers_{step}");
+        let block = self
+            .lines
+            .iter()
+            .filter(|l| l["type"] == "user")
+            .filter_map(|l| l["message"]["content"].as_array())
+            .flatten()
+            .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("a tool result for step {step}: {}", self.stdout));
+        let text = result_text(&block["content"]);
+        let json = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("step {step}: the result is JSON ({e}): {text}"));
+        (json, block["is_error"] == true)
+    }
+}
+
+#[test]
+fn claude_code_calls_every_tool_and_its_stream_shows_the_contract_json() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let settings = receiver.home.path().join("settings.json");
+    let settings_before = fs::read(&settings).unwrap();
+    let run = run_client(&receiver, &steps(&receiver));
+
+    let init = run
+        .lines
+        .iter()
+        .find(|l| l["type"] == "system" && l["subtype"] == "init")
+        .expect("an init line");
+    let server = init["mcp_servers"]
+        .as_array()
+        .and_then(|servers| servers.iter().find(|s| s["name"] == "peers"));
+    assert_eq!(
+        server.map(|s| &s["status"]),
+        Some(&json!("connected")),
+        "{init}"
+    );
+    for tool in TOOLS {
+        let name = format!("mcp__peers__{tool}");
+        let seen = run
+            .offered
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name.as_str());
+        let seen = seen.unwrap_or_else(|| panic!("{name} is offered to the model"));
+        assert!(seen["description"].as_str().is_some_and(|d| !d.is_empty()));
+        assert_eq!(seen["input_schema"]["type"], "object", "{seen}");
+    }
+
+    let (list, is_error) = run.result(0);
+    assert!(!is_error);
+    let ids: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["session_id"].as_str())
+        .collect();
+    assert_eq!(ids, [receiver.session_id.as_str()], "{list}");
+
+    let (shown, is_error) = run.result(1);
+    assert!(!is_error);
+    assert_eq!(shown["pid"], receiver.pid, "{shown}");
+    assert_eq!(shown["addressable"], true);
+    assert!(shown["former_names"].is_array() && shown["peer_features"].is_array());
+
+    let (policy, is_error) = run.result(2);
+    assert!(!is_error);
+    assert_eq!(policy["value"], "accept", "{policy}");
+    assert_eq!(policy["decided_by"], "user");
+
+    let (sent, is_error) = run.result(3);
+    assert!(!is_error, "{sent}");
+    assert_eq!(sent["delivered"], true);
+    assert_eq!(sent["via"], "claude");
+    assert_eq!(sent["inbound"], "automatic");
+    assert_eq!(sent["receipt"], "accepted");
+    let msg_id = sent["msg_id"].as_str().expect("a msg_id");
+    let entry = wait_for(Duration::from_secs(30), || receiver.delivered(msg_id))
+        .expect("the receiver's Claude got the message sent through the MCP server");
+    assert_eq!(entry["origin"]["body"], "hello over MCP");
+    assert_eq!(entry["origin"]["name"], "mcp-client");
+
+    let (refused, is_error) = run.result(4);
+    assert!(is_error, "a refusal is a tool error: {refused}");
+    assert_eq!(refused["refusal"], "not_live", "{refused}");
+    assert_eq!(
+        fs::read(&settings).unwrap(),
+        settings_before,
+        "no tool touched the receiver's settings"
+    );
+}
