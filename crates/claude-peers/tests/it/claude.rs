@@ -373,3 +373,51 @@ fn a_missing_claude_is_an_error_naming_the_flag_or_path() {
         "{message}"
     );
 }
+
+#[test]
+fn a_stale_socket_fails_the_delivery_in_claude_codes_words() {
+    let mut home = Home::new();
+    let child = Sleeper::spawn();
+    home.live_record(&child, "s-stale", "stale", "idle", false);
+    // A socket file nobody listens on any more, as a restarted listener leaves behind.
+    let socket = home.root().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    let file = home.sessions().join(format!("{}.json", child.pid()));
+    let mut record: Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+    record["messagingSocketPath"] = socket.to_str().unwrap().into();
+    fs::write(&file, record.to_string()).unwrap();
+    fs::write(
+        home.root().join("settings.json"),
+        r#"{"crossSessionInbound":"accept"}"#,
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+
+    let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        .arg("--home")
+        .arg(home.root())
+        .args([
+            "--json",
+            "send",
+            "s-stale",
+            "--message",
+            "anyone there?",
+            "--claude",
+        ])
+        .arg(claude())
+        .arg("--managed-settings")
+        .arg(cache.path().join("none.json"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .unwrap();
+    let (code, json, stderr) = parsed(&output);
+
+    assert_eq!(code, 3, "{json} {stderr}");
+    assert_eq!(json["refusal"], "delivery_failed");
+    let message = json["message"].as_str().unwrap();
+    assert!(
+        message.contains("SendMessage failed") && message.contains("stale.sock"),
+        "{message}"
+    );
+}
