@@ -1,3 +1,4 @@
+use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -197,6 +198,49 @@ pub struct Scan {
     pub warnings: Vec<Warning>,
 }
 
+/// A scan in progress: each registry entry judged as the iterator reaches it, in
+/// [`Scan::sessions`] order (records by pid, then rejected names by name). Made by
+/// [`Discovery::entries`].
+#[derive(Debug)]
+pub struct Entries<'d, P, F> {
+    discovery: &'d Discovery<P, F>,
+    scope: Scope,
+    dir: PathBuf,
+    /// `None` when there is no registry (then there are no entries either).
+    status: Option<DirStatus>,
+    reader: Reader,
+    warnings: Vec<Warning>,
+    records: std::vec::IntoIter<(Pid, FileKind)>,
+    rejected: std::vec::IntoIter<(OsString, Rejection)>,
+}
+
+impl<P, F> Entries<'_, P, F> {
+    /// What is wrong with the registry directory itself; known before any entry.
+    #[must_use]
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+}
+
+impl<P: ProcessTable, F: RegistryFs> Iterator for Entries<'_, P, F> {
+    type Item = Session;
+
+    fn next(&mut self) -> Option<Session> {
+        let status = self.status.as_ref()?;
+        for (pid, kind) in self.records.by_ref() {
+            let file = self.dir.join(format!("{pid}.json"));
+            let judged =
+                self.discovery
+                    .judge_entry(file, pid, kind, status, &self.reader, self.scope);
+            if judged.is_some() {
+                return judged;
+            }
+        }
+        let (name, rejection) = self.rejected.next()?;
+        Some(invalid(self.dir.join(name), None, &rejection))
+    }
+}
+
 /// Discovery over a process table and a registry file system.
 #[derive(Debug, Clone)]
 pub struct Discovery<P, F> {
@@ -260,43 +304,67 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
 
     /// Reads the registry afresh and judges every entry. A registry that does not
     /// exist is an empty scan; one that exists but cannot be listed is an error.
+    ///
+    /// This collects [`Discovery::entries`], which hands each entry over as it is judged.
     pub fn scan(&self, home: &ClaudeHome, scope: Scope) -> Result<Scan, Error> {
+        let mut entries = self.entries(home, scope)?;
+        let warnings = std::mem::take(&mut entries.warnings);
+        Ok(Scan {
+            sessions: entries.collect(),
+            warnings,
+        })
+    }
+
+    /// Reads the registry afresh and judges its entries one at a time, in the order of
+    /// [`Scan::sessions`], as the iterator is advanced: memory stays flat however many
+    /// records the registry holds (only the names are kept, a few bytes each, to sort
+    /// them). Each entry is judged exactly as [`Discovery::scan`] judges it. A registry
+    /// that does not exist gives no entries; one that exists but cannot be listed is an
+    /// error.
+    pub fn entries(&self, home: &ClaudeHome, scope: Scope) -> Result<Entries<'_, P, F>, Error> {
         let dir = home.sessions_dir();
         let registry_error = |source: io::Error| Error::Registry {
             path: dir.clone(),
             source,
         };
-        let Some(status) = self.fs.dir_status(&dir).map_err(registry_error)? else {
-            return Ok(Scan::default());
+        let reader = self.processes.reader();
+        let mut entries = Entries {
+            discovery: self,
+            scope,
+            status: None,
+            warnings: Vec::new(),
+            records: Vec::new().into_iter(),
+            rejected: Vec::new().into_iter(),
+            reader,
+            dir: dir.clone(),
         };
-        let entries = match self.fs.list(&dir) {
-            Ok(entries) => entries,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Scan::default()),
+        let Some(status) = self.fs.dir_status(&dir).map_err(registry_error)? else {
+            return Ok(entries);
+        };
+        let listed = match self.fs.list(&dir) {
+            Ok(listed) => listed,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(entries),
             Err(err) => return Err(registry_error(err)),
         };
-        let reader = self.processes.reader();
-        let mut sessions: Vec<Session> = entries
-            .into_iter()
-            .filter_map(|entry| {
-                let file = dir.join(&entry.name);
-                match classify_entry_name(&entry.name) {
-                    EntryName::NotARecord => None,
-                    EntryName::Rejected(rejection) => {
-                        (scope == Scope::All).then(|| invalid(file, None, &rejection))
-                    }
-                    EntryName::Record(pid) => {
-                        self.judge_entry(file, pid, entry.kind, &status, &reader, scope)
+        let (mut records, mut rejected) = (Vec::new(), Vec::new());
+        for entry in listed {
+            match classify_entry_name(&entry.name) {
+                EntryName::NotARecord => {}
+                EntryName::Rejected(rejection) => {
+                    if scope == Scope::All {
+                        rejected.push((entry.name, rejection));
                     }
                 }
-            })
-            .collect();
-        sessions.sort_by(|a, b| {
-            (a.pid.is_none(), a.pid, &a.file).cmp(&(b.pid.is_none(), b.pid, &b.file))
-        });
-        Ok(Scan {
-            sessions,
-            warnings: warnings(&dir, &status, reader.uid),
-        })
+                EntryName::Record(pid) => records.push((pid, entry.kind)),
+            }
+        }
+        records.sort_unstable_by_key(|(pid, _)| *pid);
+        rejected.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        entries.warnings = warnings(&dir, &status, entries.reader.uid);
+        entries.status = Some(status);
+        entries.records = records.into_iter();
+        entries.rejected = rejected.into_iter();
+        Ok(entries)
     }
 
     /// The one entry `<pid>.json` judged afresh, exactly as a scan would judge it;
