@@ -6,7 +6,7 @@ use std::thread;
 use std::time::Duration;
 
 use claude_peer_probe::{
-    DirStatus, FileKind, OsProcessTable, OsRegistryFs, ProcessTable, Reader, RecordFile,
+    Census, DirStatus, FileKind, OsProcessTable, OsRegistryFs, ProcessTable, Reader, RecordFile,
     RegistryFs, SocketStatus,
 };
 use claude_peer_registry::{
@@ -209,6 +209,8 @@ pub struct Entries<'d, P, F> {
     /// `None` when there is no registry (then there are no entries either).
     status: Option<DirStatus>,
     reader: Reader,
+    /// Which pids exist, when learning that at once was cheaper than signalling each.
+    census: Option<Census>,
     warnings: Vec<Warning>,
     records: std::vec::IntoIter<(Pid, FileKind)>,
     rejected: std::vec::IntoIter<(OsString, Rejection)>,
@@ -229,9 +231,19 @@ impl<P: ProcessTable, F: RegistryFs> Iterator for Entries<'_, P, F> {
         let status = self.status.as_ref()?;
         for (pid, kind) in self.records.by_ref() {
             let file = self.dir.join(format!("{pid}.json"));
-            let judged =
-                self.discovery
-                    .judge_entry(file, pid, kind, status, &self.reader, self.scope);
+            let signal = match &self.census {
+                Some(census) if !census.contains(pid) => Signal::NoSuchProcess,
+                _ => self.discovery.processes.signal(pid),
+            };
+            let judged = self.discovery.judge_entry(
+                file,
+                pid,
+                kind,
+                signal,
+                status,
+                &self.reader,
+                self.scope,
+            );
             if judged.is_some() {
                 return judged;
             }
@@ -335,6 +347,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             warnings: Vec::new(),
             records: Vec::new().into_iter(),
             rejected: Vec::new().into_iter(),
+            census: None,
             reader,
             dir: dir.clone(),
         };
@@ -362,6 +375,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         rejected.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         entries.warnings = warnings(&dir, &status, entries.reader.uid);
         entries.status = Some(status);
+        entries.census = self.processes.census(records.len());
         entries.records = records.into_iter();
         entries.rejected = rejected.into_iter();
         Ok(entries)
@@ -386,15 +400,30 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         };
         let file = dir.join(format!("{pid}.json"));
         let reader = self.processes.reader();
-        Ok(self.judge_entry(file, pid, FileKind::Unknown, &status, &reader, scope))
+        let signal = self.processes.signal(pid);
+        Ok(self.judge_entry(
+            file,
+            pid,
+            FileKind::Unknown,
+            signal,
+            &status,
+            &reader,
+            scope,
+        ))
     }
 
-    /// One record entry's verdict; `None` when `scope` is live-only and it is not live.
+    /// One record entry's verdict, its pid having answered `signal`; `None` when
+    /// `scope` is live-only and it is not live.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one entry's facts, each from the scan that lists it"
+    )]
     fn judge_entry(
         &self,
         file: PathBuf,
         pid: Pid,
         listed_kind: FileKind,
+        signal: Signal,
         dir: &DirStatus,
         reader: &Reader,
         scope: Scope,
@@ -403,7 +432,6 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         if !matches!(listed_kind, FileKind::Regular | FileKind::Unknown) {
             return (!live_only).then(|| invalid(file, Some(pid), &not_regular(listed_kind)));
         }
-        let signal = self.processes.signal(pid);
         if live_only && signal != Signal::Alive {
             // Nothing but a live pid can be a live session: its file is never read.
             return None;

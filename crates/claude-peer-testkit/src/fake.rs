@@ -9,8 +9,8 @@ use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 
 use claude_peer_probe::{
-    DirEntry, DirStatus, FileKind, Notice, Notifier, ProcessTable, Reader, RecordFile, RegistryFs,
-    SocketStatus,
+    Census, DirEntry, DirStatus, FileKind, Notice, Notifier, ProcessTable, Reader, RecordFile,
+    RegistryFs, SocketStatus,
 };
 use claude_peer_registry::{Pid, ProcessFacts, Signal};
 
@@ -58,6 +58,17 @@ impl ProcessTable for FakeProcessTable {
         self.processes
             .get(&pid)
             .map_or(Signal::NoSuchProcess, |facts| facts.signal)
+    }
+
+    /// A fake table sees every process: its census is every pid that answers the
+    /// signal (alive or not permitted), whatever the number of records.
+    fn census(&self, _records: usize) -> Option<Census> {
+        Some(Census::new(
+            self.processes
+                .iter()
+                .filter(|(_, facts)| facts.signal != Signal::NoSuchProcess)
+                .map(|(pid, _)| *pid),
+        ))
     }
 
     fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {
@@ -239,6 +250,10 @@ impl<T> Shared<T> {
 impl<T: ProcessTable> ProcessTable for Shared<T> {
     fn signal(&self, pid: Pid) -> Signal {
         self.0.borrow().signal(pid)
+    }
+
+    fn census(&self, records: usize) -> Option<Census> {
+        self.0.borrow().census(records)
     }
 
     fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {

@@ -6,6 +6,12 @@
 //! is measured in-process with a fresh `Discovery`, as the command builds one. Target:
 //! the same ballpark.
 //!
+//! Whole processes against a naive reader written here (list the directory, read and
+//! parse each `*.json` by its absolute path, `kill(pid, 0)`: this binary run again with
+//! `--naive-reader`), the comparison point of the scan's speed targets: `claude-peers
+//! --json list` at most 0.12x the naive reader's time on 10,000 records with 1% live,
+//! at most 2.0x on 500 records all live. Fresh processes, interleaved, median of many.
+//!
 //! `list --all --json` prints every record as it is judged, so its memory must not grow
 //! with the registry: peak RSS at most 32 MiB over 100,000 leftovers. Each run is a
 //! fresh process; its peak is GNU time's maximum resident set size (`%M`).
@@ -35,9 +41,22 @@ fn median(times: &mut [Duration]) -> Duration {
     times[times.len() / 2]
 }
 
+/// The argument that makes this binary the naive reader of the registry that follows.
+const NAIVE: &str = "--naive-reader";
+
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a list; there is nothing to list.
+    }
+    if let Some(at) = args.iter().position(|a| a == NAIVE) {
+        naive_reader(Path::new(&args[at + 1]));
+        return;
+    }
+    // `LIST_BENCH_ONLY=naive` runs only the comparison with the naive reader.
+    if std::env::var("LIST_BENCH_ONLY").is_ok_and(|only| only == "naive") {
+        against_naive(&Machine::learn());
+        return;
     }
     let machine = Machine::learn();
     let children = Children::spawn(LIVE).unwrap();
@@ -90,7 +109,105 @@ fn main() {
     );
     drop(registry);
     drop(children);
+    against_naive(&machine);
     list_all(&machine);
+}
+
+/// The naive reader: prints the pids of the `*.json` records that parse and whose pid
+/// answers `kill(pid, 0)`, as a JSON array.
+fn naive_reader(sessions: &Path) {
+    let mut alive = Vec::new();
+    for entry in std::fs::read_dir(sessions).unwrap() {
+        let entry = entry.unwrap();
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_suffix(".json"))
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(entry.path()) else {
+            continue;
+        };
+        if serde_json::from_slice::<serde_json::Value>(&bytes).is_err() {
+            continue;
+        }
+        let Some(target) = rustix::process::Pid::from_raw(pid) else {
+            continue;
+        };
+        if rustix::process::test_kill_process(target).is_ok() {
+            alive.push(pid);
+        }
+    }
+    println!("{}", serde_json::to_string(&alive).unwrap());
+}
+
+/// `claude-peers --json list` against the naive reader, whole processes, side by side.
+fn against_naive(machine: &Machine) {
+    // (records, live, rounds, the most ours / naive may be)
+    let cases: [(usize, usize, usize, Option<f64>); 3] = [
+        (10_000, 100, 31, Some(0.12)),
+        (500, 500, 61, Some(2.0)),
+        (2050, 50, 41, None),
+    ];
+    println!(
+        "\nclaude-peers --json list against a naive reader (list, read + parse each json, kill(pid, 0)); fresh processes, interleaved, median"
+    );
+    println!(
+        "{:<28} {:>12} {:>12} {:>8}  {:<10} met",
+        "registry", "claude-peers", "naive", "ratio", "target"
+    );
+    for (records, live, rounds, target) in cases {
+        let children = Children::spawn(live).unwrap();
+        let registry = Registry::generate(machine, records - live, &children).unwrap();
+        let run = |command: &mut Command| {
+            let start = Instant::now();
+            let out = command.stderr(Stdio::inherit()).output().unwrap();
+            let elapsed = start.elapsed();
+            assert!(out.status.success());
+            let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(
+                listed.as_array().map(Vec::len),
+                Some(live),
+                "both find every live child"
+            );
+            elapsed
+        };
+        let ours = || {
+            run(Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+                .arg("--home")
+                .arg(registry.home.root())
+                .args(["--json", "list"]))
+        };
+        let naive = || {
+            run(Command::new(std::env::current_exe().unwrap())
+                .arg(NAIVE)
+                .arg(&registry.sessions))
+        };
+        ours();
+        naive();
+        let (mut our_times, mut naive_times) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            our_times.push(ours());
+            naive_times.push(naive());
+        }
+        let (ours, naive) = (median(&mut our_times), median(&mut naive_times));
+        let ratio = ours.as_secs_f64() / naive.as_secs_f64();
+        let (target, met) = target.map_or(("(report)".to_owned(), "-"), |most| {
+            (
+                format!("<= {most:.2}x"),
+                if ratio <= most { "yes" } else { "NO" },
+            )
+        });
+        println!(
+            "{:<28} {:>12} {:>12} {:>7.2}x  {target:<10} {met}",
+            format!("{records} records, {live} live"),
+            format!("{ours:.2?}"),
+            format!("{naive:.2?}"),
+            ratio
+        );
+    }
 }
 
 /// Time and peak memory of `list --all --json` over registries of leftovers only.

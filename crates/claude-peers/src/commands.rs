@@ -144,7 +144,8 @@ const WIDTH_SAMPLE: usize = 1000;
 /// widths come from its first [`WIDTH_SAMPLE`] rows. Nothing else is held.
 fn list(home: &ClaudeHome, all: bool, out: &Output) -> Result<Exit, Fail> {
     let scope = if all { Scope::All } else { Scope::Live };
-    let discovery = Discovery::os();
+    // One scan and gone: pinning live processes would only cost a pidfd each.
+    let discovery = Discovery::new(OsProcessTable::with_pin_limit(0), OsRegistryFs);
     let entries = discovery.entries(home, scope)?;
     for warning in entries.warnings() {
         out.warn(&warning.to_string());
