@@ -41,7 +41,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -221,12 +221,22 @@ pub trait RegistryFs {
     /// `lstat` of the registry directory; `Ok(None)` when it does not exist.
     fn dir_status(&self, dir: &Path) -> io::Result<Option<DirStatus>>;
 
+    /// The registry directory, opened once per scan: it is listed, and its records
+    /// opened, relative to this handle rather than by walking the path again each time.
+    type Dir;
+
+    /// Opens the registry directory at `dir`.
+    fn open_dir(&self, dir: &Path) -> io::Result<Self::Dir>;
+
     /// The directory's entries (no `.`/`..`), typed without following links.
-    fn list(&self, dir: &Path) -> io::Result<Vec<DirEntry>>;
+    fn list(&self, dir: &Self::Dir) -> io::Result<Vec<DirEntry>>;
 
     /// Opens `path` without following links and without blocking, and reads at most
     /// `MAX_RECORD_BYTES + 1` bytes if it is a regular file no larger than the limit.
     fn read_record(&self, path: &Path) -> io::Result<RecordFile>;
+
+    /// [`RegistryFs::read_record`] of the entry `name` of an opened directory.
+    fn read_record_in(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<RecordFile>;
 
     /// `lstat` of a messaging socket path. Never connects, reads or writes.
     fn socket_status(&self, path: &Path) -> io::Result<SocketStatus>;

@@ -201,13 +201,14 @@ pub struct Scan {
 /// A scan in progress: each registry entry judged as the iterator reaches it, in
 /// [`Scan::sessions`] order (records by pid, then rejected names by name). Made by
 /// [`Discovery::entries`].
-#[derive(Debug)]
-pub struct Entries<'d, P, F> {
+pub struct Entries<'d, P, F: RegistryFs> {
     discovery: &'d Discovery<P, F>,
     scope: Scope,
     dir: PathBuf,
     /// `None` when there is no registry (then there are no entries either).
     status: Option<DirStatus>,
+    /// The registry directory, opened once; `None` as `status`.
+    handle: Option<F::Dir>,
     reader: Reader,
     /// Which pids exist, when learning that at once was cheaper than signalling each.
     census: Option<Census>,
@@ -216,7 +217,17 @@ pub struct Entries<'d, P, F> {
     rejected: std::vec::IntoIter<(OsString, Rejection)>,
 }
 
-impl<P, F> Entries<'_, P, F> {
+impl<P, F: RegistryFs> fmt::Debug for Entries<'_, P, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entries")
+            .field("dir", &self.dir)
+            .field("scope", &self.scope)
+            .field("records_left", &self.records.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P, F: RegistryFs> Entries<'_, P, F> {
     /// What is wrong with the registry directory itself; known before any entry.
     #[must_use]
     pub fn warnings(&self) -> &[Warning] {
@@ -229,14 +240,17 @@ impl<P: ProcessTable, F: RegistryFs> Iterator for Entries<'_, P, F> {
 
     fn next(&mut self) -> Option<Session> {
         let status = self.status.as_ref()?;
+        let handle = self.handle.as_ref()?;
         for (pid, kind) in self.records.by_ref() {
-            let file = self.dir.join(format!("{pid}.json"));
             let signal = match &self.census {
                 Some(census) if !census.contains(pid) => Signal::NoSuchProcess,
                 _ => self.discovery.processes.signal(pid),
             };
             let judged = self.discovery.judge_entry(
-                file,
+                At {
+                    dir: &self.dir,
+                    handle: Some(handle),
+                },
                 pid,
                 kind,
                 signal,
@@ -348,13 +362,18 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             records: Vec::new().into_iter(),
             rejected: Vec::new().into_iter(),
             census: None,
+            handle: None,
             reader,
             dir: dir.clone(),
         };
         let Some(status) = self.fs.dir_status(&dir).map_err(registry_error)? else {
             return Ok(entries);
         };
-        let listed = match self.fs.list(&dir) {
+        let listed = match self.fs.open_dir(&dir).and_then(|handle| {
+            let listed = self.fs.list(&handle)?;
+            entries.handle = Some(handle);
+            Ok(listed)
+        }) {
             Ok(listed) => listed,
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(entries),
             Err(err) => return Err(registry_error(err)),
@@ -398,11 +417,13 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         let Some(status) = status else {
             return Ok(None);
         };
-        let file = dir.join(format!("{pid}.json"));
         let reader = self.processes.reader();
         let signal = self.processes.signal(pid);
         Ok(self.judge_entry(
-            file,
+            At {
+                dir: &dir,
+                handle: None,
+            },
             pid,
             FileKind::Unknown,
             signal,
@@ -420,7 +441,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     )]
     fn judge_entry(
         &self,
-        file: PathBuf,
+        at: At<'_, F::Dir>,
         pid: Pid,
         listed_kind: FileKind,
         signal: Signal,
@@ -429,13 +450,16 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         scope: Scope,
     ) -> Option<Session> {
         let live_only = scope == Scope::Live;
+        let name = format!("{pid}.json");
         if !matches!(listed_kind, FileKind::Regular | FileKind::Unknown) {
-            return (!live_only).then(|| invalid(file, Some(pid), &not_regular(listed_kind)));
+            return (!live_only)
+                .then(|| invalid(at.dir.join(name), Some(pid), &not_regular(listed_kind)));
         }
         if live_only && signal != Signal::Alive {
             // Nothing but a live pid can be a live session: its file is never read.
             return None;
         }
+        let file = at.dir.join(&name);
         let facts = if signal == Signal::Alive {
             self.processes.facts(pid, signal)
         } else {
@@ -443,7 +467,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         };
         let domain = reader.pid_domain.as_deref();
         let read_once = || {
-            let read = self.read(&file, dir)?;
+            let read = self.read(at, &file, dir)?;
             Ok((Record::parse(pid, &read.bytes), read.modified))
         };
         // A live pid's record may be caught mid-rewrite: it is read again, with growing
@@ -499,8 +523,17 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
 
     /// Reads a record file, turning what is not a readable regular file of the
     /// registry's owner into its verdict; `Err(None)` when the file does not exist.
-    fn read(&self, file: &Path, dir: &DirStatus) -> Result<RecordFile, Option<Verdict>> {
-        let read = self.fs.read_record(file).map_err(|err| {
+    fn read(
+        &self,
+        at: At<'_, F::Dir>,
+        file: &Path,
+        dir: &DirStatus,
+    ) -> Result<RecordFile, Option<Verdict>> {
+        let read = match (at.handle, file.file_name()) {
+            (Some(handle), Some(name)) => self.fs.read_record_in(handle, name),
+            _ => self.fs.read_record(file),
+        };
+        let read = read.map_err(|err| {
             (err.kind() != io::ErrorKind::NotFound).then(|| Verdict {
                 liveness: Liveness::Unreadable,
                 reason: Some(format!("cannot read `{}`: {err}", file.display())),
@@ -562,6 +595,22 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         }
     }
 }
+
+/// Where a record is: its registry directory, and that directory's handle when a scan
+/// opened one.
+struct At<'a, D> {
+    dir: &'a Path,
+    handle: Option<&'a D>,
+}
+
+// Two references: copied whatever `D` is (a derive would ask `D: Copy`).
+impl<D> Clone for At<'_, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<D> Copy for At<'_, D> {}
 
 impl Session {
     fn unlisted(file: PathBuf, pid: Option<Pid>, record: Option<Record>, verdict: Verdict) -> Self {

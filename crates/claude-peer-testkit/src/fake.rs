@@ -2,7 +2,7 @@
 
 use std::cell::{RefCell, RefMut};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -172,7 +172,17 @@ impl RegistryFs for FakeRegistryFs {
         Ok(self.dir)
     }
 
-    fn list(&self, _dir: &Path) -> io::Result<Vec<DirEntry>> {
+    /// The directory's path: a fake has nothing to open.
+    type Dir = PathBuf;
+
+    fn open_dir(&self, dir: &Path) -> io::Result<PathBuf> {
+        if self.dir.is_none() {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        Ok(dir.to_owned())
+    }
+
+    fn list(&self, _dir: &PathBuf) -> io::Result<Vec<DirEntry>> {
         if self.dir.is_none() {
             return Err(io::ErrorKind::NotFound.into());
         }
@@ -210,6 +220,10 @@ impl RegistryFs for FakeRegistryFs {
             size: bytes.len() as u64,
             bytes,
         })
+    }
+
+    fn read_record_in(&self, dir: &PathBuf, name: &OsStr) -> io::Result<RecordFile> {
+        self.read_record(&dir.join(name))
     }
 
     fn socket_status(&self, path: &Path) -> io::Result<SocketStatus> {
@@ -270,12 +284,22 @@ impl<T: RegistryFs> RegistryFs for Shared<T> {
         self.0.borrow().dir_status(dir)
     }
 
-    fn list(&self, dir: &Path) -> io::Result<Vec<DirEntry>> {
+    type Dir = T::Dir;
+
+    fn open_dir(&self, dir: &Path) -> io::Result<T::Dir> {
+        self.0.borrow().open_dir(dir)
+    }
+
+    fn list(&self, dir: &T::Dir) -> io::Result<Vec<DirEntry>> {
         self.0.borrow().list(dir)
     }
 
     fn read_record(&self, path: &Path) -> io::Result<RecordFile> {
         self.0.borrow().read_record(path)
+    }
+
+    fn read_record_in(&self, dir: &T::Dir, name: &OsStr) -> io::Result<RecordFile> {
+        self.0.borrow().read_record_in(dir, name)
     }
 
     fn socket_status(&self, path: &Path) -> io::Result<SocketStatus> {
