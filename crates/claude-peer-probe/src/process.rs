@@ -159,7 +159,7 @@ mod linux {
     use claude_peer_registry::{Pid, ProcessFacts, ProcessState, Signal};
     use rustix::event::{self, PollFd, PollFlags, Timespec};
     use rustix::fd::{AsFd, OwnedFd};
-    use rustix::fs::{CWD, Dir, Mode, OFlags};
+    use rustix::fs::{AtFlags, CWD, Dir, Mode, OFlags};
     use rustix::io::Errno;
     use rustix::process::PidfdFlags;
 
@@ -438,8 +438,9 @@ mod linux {
 
     /// Fewer records than this are signalled one by one: listing `/proc` would cost more.
     const CENSUS_FLOOR: usize = 1024;
-    /// System calls to list one process's threads (open, two `getdents64`, close), where
-    /// a record costs one `kill`.
+    /// System calls to list a process's threads (`statx` for their number, then open,
+    /// two `getdents64` and close when there are several), where a record costs one
+    /// `kill`.
     const CALLS_PER_PROCESS: usize = 4;
     /// `/proc/self/mountinfo` is a few KiB; one that does not fit is not parsed.
     const MOUNTINFO_BUF: usize = 256 * 1024;
@@ -461,20 +462,22 @@ mod linux {
         let mut path = PathBuf::new();
         let mut pids = leaders.clone();
         for leader in leaders {
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-            let task = match rustix::fs::openat(
-                proc_dir,
-                path.of(leader, "task")?,
-                flags,
-                Mode::empty(),
-            ) {
-                Ok(task) => task,
-                // Exited since it was listed: its threads went with it.
-                Err(Errno::NOENT | Errno::SRCH) => continue,
-                // Not ours to list: the census would miss its threads.
+            let task = path.of(leader, "task")?;
+            // `task/` has two links plus one per thread: a process of one thread (most
+            // are) is its leader alone, which is listed already.
+            let opened = rustix::fs::statat(proc_dir, task, AtFlags::empty()).and_then(|stat| {
+                let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                (stat.st_nlink > 3)
+                    .then(|| rustix::fs::openat(proc_dir, task, flags, Mode::empty()))
+                    .transpose()
+            });
+            match opened {
+                Ok(Some(task)) => pids.extend(pids_in(Dir::new(task).ok()?)?),
+                // One thread, or exited since it was listed (its threads went with it).
+                Ok(None) | Err(Errno::NOENT | Errno::SRCH) => {}
+                // Not ours to look at: the census would miss its threads.
                 Err(_) => return None,
-            };
-            pids.extend(pids_in(Dir::new(task).ok()?)?);
+            }
         }
         Some(Census::new(pids))
     }
