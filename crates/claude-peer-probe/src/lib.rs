@@ -106,8 +106,9 @@ impl Census {
     }
 }
 
-/// The process table, as far as the registry needs it.
-pub trait ProcessTable {
+/// The process table, as far as the registry needs it. `Sync`: a scan judges many
+/// live records on several threads at once.
+pub trait ProcessTable: Sync {
     /// `kill(pid, 0)`. Never called for anything but a [`Pid`], so never for a group.
     fn signal(&self, pid: Pid) -> Signal;
 
@@ -216,14 +217,15 @@ pub enum SocketStatus {
     },
 }
 
-/// The registry directory, as far as scanning needs it.
-pub trait RegistryFs {
+/// The registry directory, as far as scanning needs it. `Sync`: a scan reads many
+/// records on several threads at once.
+pub trait RegistryFs: Sync {
     /// `lstat` of the registry directory; `Ok(None)` when it does not exist.
     fn dir_status(&self, dir: &Path) -> io::Result<Option<DirStatus>>;
 
     /// The registry directory, opened once per scan: it is listed, and its records
     /// opened, relative to this handle rather than by walking the path again each time.
-    type Dir;
+    type Dir: Sync;
 
     /// Opens the registry directory at `dir`.
     fn open_dir(&self, dir: &Path) -> io::Result<Self::Dir>;

@@ -1,6 +1,9 @@
+use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
+use std::num::NonZero;
+use std::panic;
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
@@ -214,6 +217,12 @@ pub struct Entries<'d, P, F: RegistryFs> {
     census: Option<Census>,
     warnings: Vec<Warning>,
     records: std::vec::IntoIter<(Pid, FileKind)>,
+    /// Records signalled ahead, each judged on its `next()`.
+    ahead: VecDeque<(Pid, FileKind, Signal)>,
+    /// Entries judged ahead on several threads, handed over in order.
+    judged: VecDeque<Session>,
+    /// The cores to judge on, learned when first needed.
+    cores: Option<usize>,
     rejected: std::vec::IntoIter<(OsString, Rejection)>,
 }
 
@@ -235,31 +244,98 @@ impl<P, F: RegistryFs> Entries<'_, P, F> {
     }
 }
 
+/// Records judged together, at most: the most a scan holds ahead of its caller.
+const BATCH: usize = 256;
+/// Records per thread, at least, for another thread to pay for itself: a live record
+/// costs about 15 µs to judge, starting a thread about as much as two.
+const PER_THREAD: usize = 32;
+
+impl<P: ProcessTable, F: RegistryFs> Entries<'_, P, F> {
+    /// Signals records until [`BATCH`] of them need reading (for a live-only scan, the
+    /// ones alive), and judges those at once across the cores when there are enough
+    /// to pay for the threads; otherwise they are judged one per `next()`. `false`
+    /// when no record was left.
+    fn signal_ahead(&mut self, status: DirStatus) -> bool {
+        let mut any = false;
+        while self.ahead.len() < BATCH {
+            let Some((pid, kind)) = self.records.next() else {
+                break;
+            };
+            any = true;
+            // An entry its kind decides is never signalled.
+            let signal = match &self.census {
+                _ if !is_readable_kind(kind) => Signal::NoSuchProcess,
+                Some(census) if !census.contains(pid) => Signal::NoSuchProcess,
+                _ => self.discovery.processes.signal(pid),
+            };
+            if !skipped(self.scope, kind, signal) {
+                self.ahead.push_back((pid, kind, signal));
+            }
+        }
+        let cores = *self
+            .cores
+            .get_or_insert_with(|| thread::available_parallelism().map_or(1, NonZero::get));
+        let threads = cores.min(self.ahead.len() / PER_THREAD);
+        if threads > 1 {
+            let batch: Vec<_> = self.ahead.drain(..).collect();
+            let this = &*self;
+            let judge = |part: &[(Pid, FileKind, Signal)]| -> Vec<Session> {
+                part.iter()
+                    .filter_map(|&(pid, kind, signal)| this.judge(pid, kind, signal, status))
+                    .collect()
+            };
+            let mut parts = batch.chunks(batch.len().div_ceil(threads));
+            let first = parts.next().unwrap_or_default();
+            let judged = thread::scope(|scope| {
+                let others: Vec<_> = parts.map(|part| scope.spawn(move || judge(part))).collect();
+                let mut judged = judge(first);
+                for other in others {
+                    judged.extend(
+                        other
+                            .join()
+                            .unwrap_or_else(|panic| panic::resume_unwind(panic)),
+                    );
+                }
+                judged
+            });
+            self.judged.extend(judged);
+        }
+        any
+    }
+
+    fn judge(
+        &self,
+        pid: Pid,
+        kind: FileKind,
+        signal: Signal,
+        status: DirStatus,
+    ) -> Option<Session> {
+        let at = At {
+            dir: &self.dir,
+            handle: self.handle.as_ref(),
+        };
+        self.discovery
+            .judge_entry(at, pid, kind, signal, &status, &self.reader, self.scope)
+    }
+}
+
 impl<P: ProcessTable, F: RegistryFs> Iterator for Entries<'_, P, F> {
     type Item = Session;
 
     fn next(&mut self) -> Option<Session> {
-        let status = self.status.as_ref()?;
-        let handle = self.handle.as_ref()?;
-        for (pid, kind) in self.records.by_ref() {
-            let signal = match &self.census {
-                Some(census) if !census.contains(pid) => Signal::NoSuchProcess,
-                _ => self.discovery.processes.signal(pid),
-            };
-            let judged = self.discovery.judge_entry(
-                At {
-                    dir: &self.dir,
-                    handle: Some(handle),
-                },
-                pid,
-                kind,
-                signal,
-                status,
-                &self.reader,
-                self.scope,
-            );
-            if judged.is_some() {
-                return judged;
+        let status = self.status?;
+        loop {
+            if let Some(session) = self.judged.pop_front() {
+                return Some(session);
+            }
+            if let Some((pid, kind, signal)) = self.ahead.pop_front() {
+                match self.judge(pid, kind, signal, status) {
+                    Some(session) => return Some(session),
+                    None => continue,
+                }
+            }
+            if !self.signal_ahead(status) {
+                break;
             }
         }
         let (name, rejection) = self.rejected.next()?;
@@ -360,6 +436,9 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             status: None,
             warnings: Vec::new(),
             records: Vec::new().into_iter(),
+            ahead: VecDeque::new(),
+            judged: VecDeque::new(),
+            cores: None,
             rejected: Vec::new().into_iter(),
             census: None,
             handle: None,
@@ -450,14 +529,16 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         scope: Scope,
     ) -> Option<Session> {
         let live_only = scope == Scope::Live;
-        let name = format!("{pid}.json");
-        if !matches!(listed_kind, FileKind::Regular | FileKind::Unknown) {
-            return (!live_only)
-                .then(|| invalid(at.dir.join(name), Some(pid), &not_regular(listed_kind)));
-        }
-        if live_only && signal != Signal::Alive {
-            // Nothing but a live pid can be a live session: its file is never read.
+        if skipped(scope, listed_kind, signal) {
             return None;
+        }
+        let name = format!("{pid}.json");
+        if !is_readable_kind(listed_kind) {
+            return Some(invalid(
+                at.dir.join(name),
+                Some(pid),
+                &not_regular(listed_kind),
+            ));
         }
         let file = at.dir.join(&name);
         let facts = if signal == Signal::Alive {
@@ -633,6 +714,18 @@ fn invalid(file: PathBuf, pid: Option<Pid>, rejection: &Rejection) -> Session {
 /// The verdict on a rejected entry, which no fact about its pid can change.
 fn invalid_verdict(rejection: &Rejection) -> Verdict {
     judge(Contents::Rejected(rejection), &ProcessFacts::gone(), None)
+}
+
+/// Whether an entry listed as `kind` may be a record: a regular file, or one whose
+/// kind the listing did not say (opening it tells).
+const fn is_readable_kind(kind: FileKind) -> bool {
+    matches!(kind, FileKind::Regular | FileKind::Unknown)
+}
+
+/// Whether a scan of `scope` leaves the entry out without reading it: a live-only scan
+/// reports live sessions, and nothing but a regular file of a live pid can be one.
+fn skipped(scope: Scope, kind: FileKind, signal: Signal) -> bool {
+    scope == Scope::Live && (!is_readable_kind(kind) || signal != Signal::Alive)
 }
 
 fn not_regular(kind: FileKind) -> Rejection {
