@@ -417,10 +417,12 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         })
     }
 
-    /// Reads the registry afresh and judges its entries one at a time, in the order of
-    /// [`Scan::sessions`], as the iterator is advanced: memory stays flat however many
-    /// records the registry holds (only the names are kept, a few bytes each, to sort
-    /// them). Each entry is judged exactly as [`Discovery::scan`] judges it. A registry
+    /// Reads the registry afresh and judges its entries as the iterator is advanced, in
+    /// the order of [`Scan::sessions`]: memory stays flat however many records the
+    /// registry holds (only the names are kept, a few bytes each, to sort them, and at
+    /// most 256 entries judged ahead). Many live records are judged together across
+    /// the cores; a few, one per `next()`. Each entry is judged exactly as
+    /// [`Discovery::scan`] judges it. A registry
     /// that does not exist gives no entries; one that exists but cannot be listed is an
     /// error.
     pub fn entries(&self, home: &ClaudeHome, scope: Scope) -> Result<Entries<'_, P, F>, Error> {

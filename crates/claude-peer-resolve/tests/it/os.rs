@@ -88,6 +88,33 @@ impl Home {
         self.write(pid, &body.to_string())
     }
 
+    /// A thread of this test process, parked until `done` is sent, and a record of its
+    /// id with its true start token: its id, `done`, and the thread to join.
+    fn thread_record(
+        &self,
+    ) -> (
+        u32,
+        std::sync::mpsc::Sender<()>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            tx.send(
+                rustix::thread::gettid()
+                    .as_raw_nonzero()
+                    .get()
+                    .cast_unsigned(),
+            )
+            .unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        let token = start_token(Path::new(&format!("/proc/self/task/{tid}/stat")));
+        self.record(tid, "thread", Some(&token), None);
+        (tid, done_tx, thread)
+    }
+
     fn verdicts(&self) -> Vec<(String, Liveness, String)> {
         Discovery::os()
             .scan(&self.home, Scope::All)
@@ -190,21 +217,7 @@ fn a_zombie_child_is_gone() {
 #[test]
 fn a_thread_id_of_a_live_process_is_recycled() {
     let home = Home::new();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        tx.send(
-            rustix::thread::gettid()
-                .as_raw_nonzero()
-                .get()
-                .cast_unsigned(),
-        )
-        .unwrap();
-        let _ = done_rx.recv();
-    });
-    let tid = rx.recv().unwrap();
-    let token = start_token(Path::new(&format!("/proc/self/task/{tid}/stat")));
-    home.record(tid, "thread", Some(&token), None);
+    let (tid, done_tx, thread) = home.thread_record();
     let (liveness, reason) = home.verdict_of(&format!("{tid}.json"));
     done_tx.send(()).unwrap();
     thread.join().unwrap();
@@ -386,21 +399,7 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
     )
     .unwrap();
     home.record(zombie.id(), "zombie", Some("1"), None);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        tx.send(
-            rustix::thread::gettid()
-                .as_raw_nonzero()
-                .get()
-                .cast_unsigned(),
-        )
-        .unwrap();
-        let _ = done_rx.recv();
-    });
-    let tid = rx.recv().unwrap();
-    let token = start_token(Path::new(&format!("/proc/self/task/{tid}/stat")));
-    home.record(tid, "thread", Some(&token), None);
+    let (tid, done_tx, thread) = home.thread_record();
     let mut reaped = Command::new("true").spawn().unwrap();
     reaped.wait().unwrap();
     home.record(reaped.id(), "reaped", Some("1"), None);
