@@ -1,13 +1,17 @@
 //! The real registry directory: `lstat`, `readdir`, and one bounded, non-following,
 //! non-blocking read per record.
 
+use std::ffi::OsStr;
 use std::fs::{FileType, Metadata};
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
 use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 use claude_peer_registry::MAX_RECORD_BYTES;
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{AtFlags, CWD, Mode, OFlags, RawDir};
 use rustix::io::Errno;
 
 use crate::{DirEntry, DirStatus, FileKind, RecordFile, RegistryFs, SocketStatus};
@@ -15,6 +19,8 @@ use crate::{DirEntry, DirStatus, FileKind, RecordFile, RegistryFs, SocketStatus}
 /// At most this many bytes of a record are ever read: one past the limit, so that
 /// "too large" is seen without reading the rest.
 const READ_CAP: usize = MAX_RECORD_BYTES + 1;
+/// The `getdents64` buffer a listing reads into: a few hundred entries a call.
+const LIST_BUF: usize = 32 * 1024;
 
 /// The registry directory on the real file system.
 #[derive(Debug, Default, Clone, Copy)]
@@ -37,20 +43,38 @@ impl RegistryFs for OsRegistryFs {
         }))
     }
 
-    fn list(&self, dir: &Path) -> io::Result<Vec<DirEntry>> {
+    type Dir = OwnedFd;
+
+    fn open_dir(&self, dir: &Path) -> io::Result<OwnedFd> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        Ok(rustix::fs::open(dir, flags, Mode::empty())?)
+    }
+
+    fn list(&self, dir: &OwnedFd) -> io::Result<Vec<DirEntry>> {
+        let mut buf = Vec::with_capacity(LIST_BUF);
+        let mut raw = RawDir::new(dir, buf.spare_capacity_mut());
         let mut entries = Vec::new();
-        for entry in std::fs::read_dir(dir)? {
+        while let Some(entry) = raw.next() {
             let entry = entry?;
-            // `file_type` uses the entry's d_type, or `lstat` where the file system
-            // gives none: links are never followed.
+            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+            if name == "." || name == ".." {
+                continue;
+            }
+            // The entry's d_type, or `lstat` where the file system gives none: links
+            // are never followed.
             let kind = match entry.file_type() {
-                Ok(file_type) => kind_of(file_type),
-                // Removed since `readdir` saw it: it is no longer an entry.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(_) => FileKind::Unknown,
+                rustix::fs::FileType::Unknown => {
+                    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(stat) => kind_of_mode(stat.st_mode),
+                        // Removed since `getdents` saw it: it is no longer an entry.
+                        Err(Errno::NOENT) => continue,
+                        Err(_) => FileKind::Unknown,
+                    }
+                }
+                file_type => kind_of_type(file_type),
             };
             entries.push(DirEntry {
-                name: entry.file_name(),
+                name: name.to_owned(),
                 kind,
             });
         }
@@ -58,32 +82,11 @@ impl RegistryFs for OsRegistryFs {
     }
 
     fn read_record(&self, path: &Path) -> io::Result<RecordFile> {
-        // NOFOLLOW: a link is reported, not read. NONBLOCK: opening a FIFO or device
-        // returns at once. NOCTTY: a terminal never becomes ours.
-        let flags =
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let fd = match rustix::fs::open(path, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            // ELOOP on Linux (EMLINK on FreeBSD) when the last component is a link;
-            // ELOOP can also mean a loop further up, so `lstat` decides.
-            Err(errno @ (Errno::LOOP | Errno::MLINK)) => return symlink_record(path, errno),
-            Err(errno) => return Err(errno.into()),
-        };
-        let file = std::fs::File::from(fd);
-        let meta = file.metadata()?;
-        let kind = kind_of(meta.file_type());
-        let mut record = RecordFile {
-            kind,
-            owner: meta.uid(),
-            modified: meta.modified().ok(),
-            size: meta.len(),
-            bytes: Vec::new(),
-        };
-        // A file already over the limit is rejected unread: no buffer, no read.
-        if kind == FileKind::Regular && meta.len() <= MAX_RECORD_BYTES as u64 {
-            record.bytes = read_bounded(&file, meta.len())?;
-        }
-        Ok(record)
+        read_record_at(CWD, path)
+    }
+
+    fn read_record_in(&self, dir: &OwnedFd, name: &OsStr) -> io::Result<RecordFile> {
+        read_record_at(dir, name)
     }
 
     fn socket_status(&self, path: &Path) -> io::Result<SocketStatus> {
@@ -97,6 +100,38 @@ impl RegistryFs for OsRegistryFs {
     }
 }
 
+/// Opens `path` (relative to `dir`) without following links or blocking, and reads it
+/// if it is a regular file within the limit.
+fn read_record_at(dir: impl AsFd, path: &(impl AsRef<Path> + ?Sized)) -> io::Result<RecordFile> {
+    let path = path.as_ref();
+    // NOFOLLOW: a link is reported, not read. NONBLOCK: opening a FIFO or device
+    // returns at once. NOCTTY: a terminal never becomes ours.
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let fd = match rustix::fs::openat(&dir, path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        // ELOOP on Linux (EMLINK on FreeBSD) when the last component is a link;
+        // ELOOP can also mean a loop further up, so `lstat` decides.
+        Err(errno @ (Errno::LOOP | Errno::MLINK)) => return symlink_record(dir, path, errno),
+        Err(errno) => return Err(errno.into()),
+    };
+    let file = std::fs::File::from(fd);
+    let meta = file.metadata()?;
+    let kind = kind_of(meta.file_type());
+    let mut record = RecordFile {
+        kind,
+        owner: meta.uid(),
+        modified: meta.modified().ok(),
+        size: meta.len(),
+        bytes: Vec::new(),
+    };
+    // A file already over the limit is rejected unread: no buffer, no read.
+    if kind == FileKind::Regular && meta.len() <= MAX_RECORD_BYTES as u64 {
+        record.bytes = read_bounded(&file, meta.len())?;
+    }
+    Ok(record)
+}
+
 /// `lstat`, with "does not exist" as `None`.
 fn lstat(path: &Path) -> io::Result<Option<Metadata>> {
     match std::fs::symlink_metadata(path) {
@@ -108,13 +143,16 @@ fn lstat(path: &Path) -> io::Result<Option<Metadata>> {
 
 /// The record for a path `open` refused to follow; the original error if `lstat`
 /// shows no link there after all.
-fn symlink_record(path: &Path, errno: Errno) -> io::Result<RecordFile> {
-    match lstat(path)? {
-        Some(meta) if meta.file_type().is_symlink() => Ok(RecordFile {
+fn symlink_record(dir: impl AsFd, path: &Path, errno: Errno) -> io::Result<RecordFile> {
+    match rustix::fs::statat(dir, path, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) if kind_of_mode(stat.st_mode) == FileKind::Symlink => Ok(RecordFile {
             kind: FileKind::Symlink,
-            owner: meta.uid(),
-            modified: meta.modified().ok(),
-            size: meta.len(),
+            owner: stat.st_uid,
+            modified: SystemTime::UNIX_EPOCH.checked_add(Duration::new(
+                u64::try_from(stat.st_mtime).unwrap_or(0),
+                u32::try_from(stat.st_mtime_nsec).unwrap_or(0),
+            )),
+            size: u64::try_from(stat.st_size).unwrap_or(0),
             bytes: Vec::new(),
         }),
         _ => Err(errno.into()),
@@ -151,6 +189,26 @@ fn read_bounded(file: &std::fs::File, size: u64) -> io::Result<Vec<u8>> {
     }
     bytes.truncate(len);
     Ok(bytes)
+}
+
+/// The kind of an `lstat` mode.
+fn kind_of_mode(mode: u32) -> FileKind {
+    kind_of_type(rustix::fs::FileType::from_raw_mode(mode))
+}
+
+/// The kind of a directory entry's or a mode's file type.
+fn kind_of_type(file_type: rustix::fs::FileType) -> FileKind {
+    use rustix::fs::FileType as T;
+    match file_type {
+        T::RegularFile => FileKind::Regular,
+        T::Directory => FileKind::Directory,
+        T::Symlink => FileKind::Symlink,
+        T::Fifo => FileKind::Fifo,
+        T::Socket => FileKind::Socket,
+        T::CharacterDevice => FileKind::CharDevice,
+        T::BlockDevice => FileKind::BlockDevice,
+        T::Unknown => FileKind::Unknown,
+    }
 }
 
 /// The kind of a file type seen without following links.

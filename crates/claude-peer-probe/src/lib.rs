@@ -5,9 +5,9 @@
 //! `claude_peer_registry::judge`'s call. Two traits carry the facts, so tests and
 //! property tests swap in fakes:
 //!
-//! - [`ProcessTable`]: `kill(pid, 0)`, `/proc/<pid>/stat` and thread-group
-//!   leadership (`pidfd_open`, else `Tgid` in `/proc/<pid>/status`), this reader's
-//!   uid and pid domain. A long-lived [`OsProcessTable`] pins the live processes it
+//! - [`ProcessTable`]: `kill(pid, 0)` (or, for big registries, the pids `/proc`
+//!   lists), `/proc/<pid>/stat` (state, start token, and thread-group leadership from
+//!   its `exit_signal`), this reader's uid and pid domain. A long-lived [`OsProcessTable`] pins the live processes it
 //!   has seen with pidfds and answers for them without reading `/proc` again;
 //! - [`RegistryFs`]: the registry directory and its files, read without following
 //!   links, without blocking and never past a bound; sockets by `lstat` only;
@@ -41,7 +41,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -68,10 +68,58 @@ pub struct Reader {
     pub pid_domain: Option<String>,
 }
 
-/// The process table, as far as the registry needs it.
-pub trait ProcessTable {
+/// The pids that existed at one moment: every process and every thread of one.
+///
+/// A pid not in it answered `kill(pid, 0)` with `ESRCH` at that moment, so a scan
+/// signals only the pids in it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Census {
+    /// Sorted, without duplicates.
+    pids: Vec<Pid>,
+}
+
+impl Census {
+    /// A census of exactly these pids.
+    pub fn new(pids: impl IntoIterator<Item = Pid>) -> Self {
+        let mut pids: Vec<Pid> = pids.into_iter().collect();
+        pids.sort_unstable();
+        pids.dedup();
+        Self { pids }
+    }
+
+    /// Whether `pid` existed.
+    #[must_use]
+    pub fn contains(&self, pid: Pid) -> bool {
+        self.pids.binary_search(&pid).is_ok()
+    }
+
+    /// How many pids existed.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.pids.len()
+    }
+
+    /// Whether none did.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.pids.is_empty()
+    }
+}
+
+/// The process table, as far as the registry needs it. `Sync`: a scan judges many
+/// live records on several threads at once.
+pub trait ProcessTable: Sync {
     /// `kill(pid, 0)`. Never called for anything but a [`Pid`], so never for a group.
     fn signal(&self, pid: Pid) -> Signal;
+
+    /// Every pid that exists now, learned at once, when that costs less than signalling
+    /// `records` pids one by one; `None` when it would not, or when this table cannot
+    /// see every process (then each pid is signalled, and `EPERM` still tells a hidden
+    /// process from none). By default, `None`.
+    fn census(&self, records: usize) -> Option<Census> {
+        let _ = records;
+        None
+    }
 
     /// Everything else known about a pid that answered `signal`: state, thread-group
     /// leadership, start token and start time. Unknown facts stay `None`.
@@ -169,17 +217,28 @@ pub enum SocketStatus {
     },
 }
 
-/// The registry directory, as far as scanning needs it.
-pub trait RegistryFs {
+/// The registry directory, as far as scanning needs it. `Sync`: a scan reads many
+/// records on several threads at once.
+pub trait RegistryFs: Sync {
     /// `lstat` of the registry directory; `Ok(None)` when it does not exist.
     fn dir_status(&self, dir: &Path) -> io::Result<Option<DirStatus>>;
 
+    /// The registry directory, opened once per scan: it is listed, and its records
+    /// opened, relative to this handle rather than by walking the path again each time.
+    type Dir: Sync;
+
+    /// Opens the registry directory at `dir`.
+    fn open_dir(&self, dir: &Path) -> io::Result<Self::Dir>;
+
     /// The directory's entries (no `.`/`..`), typed without following links.
-    fn list(&self, dir: &Path) -> io::Result<Vec<DirEntry>>;
+    fn list(&self, dir: &Self::Dir) -> io::Result<Vec<DirEntry>>;
 
     /// Opens `path` without following links and without blocking, and reads at most
     /// `MAX_RECORD_BYTES + 1` bytes if it is a regular file no larger than the limit.
     fn read_record(&self, path: &Path) -> io::Result<RecordFile>;
+
+    /// [`RegistryFs::read_record`] of the entry `name` of an opened directory.
+    fn read_record_in(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<RecordFile>;
 
     /// `lstat` of a messaging socket path. Never connects, reads or writes.
     fn socket_status(&self, path: &Path) -> io::Result<SocketStatus>;

@@ -1,7 +1,7 @@
 //! Pure parsers for the few `/proc` texts the probe reads, kept apart from the IO so
 //! arbitrary bytes can be thrown at them. Each returns `None` rather than guess.
 
-/// The two fields of `/proc/<pid>/stat` the registry needs.
+/// The fields of `/proc/<pid>/stat` the registry needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct StatFields<'a> {
     /// Field 3, the one-letter scheduler state (`R`, `S`, `Z`, `X`, …).
@@ -10,6 +10,10 @@ pub(crate) struct StatFields<'a> {
     pub(crate) start_text: &'a str,
     /// The same, as a number.
     pub(crate) start_ticks: u64,
+    /// Whether it leads its thread group, from field 38, `exit_signal`: the kernel sets
+    /// it to -1 for every thread but the leader (`thread_group_leader()` is its
+    /// `exit_signal >= 0`). `None` when the line stops before it.
+    pub(crate) leader: Option<bool>,
 }
 
 /// Parses a `/proc/<pid>/stat` line.
@@ -33,17 +37,16 @@ pub(crate) fn parse_stat(line: &[u8]) -> Option<StatFields<'_>> {
     }
     let start_text = std::str::from_utf8(start).ok()?;
     let start_ticks = start_text.parse().ok()?;
+    let leader = fields
+        .nth(15)
+        .and_then(|f| std::str::from_utf8(f).ok()?.parse::<i64>().ok())
+        .map(|exit_signal| exit_signal >= 0);
     Some(StatFields {
         state,
         start_text,
         start_ticks,
+        leader,
     })
-}
-
-/// The `Tgid:` value of a `/proc/<pid>/status` text; `None` unless its line is
-/// complete (ends in a newline) and holds a decimal number.
-pub(crate) fn status_tgid(status: &[u8]) -> Option<u32> {
-    line_value(status, b"Tgid:")
 }
 
 /// The `btime` value (boot time, seconds since the epoch) of a `/proc/stat` text.
@@ -60,6 +63,32 @@ fn line_value<T: std::str::FromStr>(text: &[u8], key: &[u8]) -> Option<T> {
         return None;
     }
     std::str::from_utf8(value).ok()?.parse().ok()
+}
+
+/// Whether the `/proc` mount hides processes from some readers (`hidepid=` anything
+/// but `0`/`off`), from a `/proc/self/mountinfo` text; the last mount on `/proc` counts.
+/// `None` when no proc file system is mounted there.
+pub(crate) fn proc_hides_processes(mountinfo: &[u8]) -> Option<bool> {
+    let mut hides = None;
+    for line in mountinfo.split(|&b| b == b'\n') {
+        // Before " - ": id, parent, major:minor, root, mount point, options, tags;
+        // after it: file system type, source, super options.
+        let Some(dash) = line.windows(3).position(|w| w == b" - ") else {
+            continue;
+        };
+        let (mount, fs) = (&line[..dash], &line[dash + 3..]);
+        let mut fs = fs.split(|&b| b == b' ');
+        if mount.split(|&b| b == b' ').nth(4) != Some(b"/proc") || fs.next() != Some(b"proc") {
+            continue;
+        }
+        let options = fs.nth(1).unwrap_or_default();
+        hides = Some(options.split(|&b| b == b',').any(|option| {
+            option
+                .strip_prefix(b"hidepid=")
+                .is_some_and(|value| !matches!(value, b"0" | b"off"))
+        }));
+    }
+    hides
 }
 
 /// `AT_CLKTCK`: the auxiliary-vector key for the clock tick rate.
@@ -91,11 +120,30 @@ mod tests {
     const SLEEP: &[u8] = b"4242 (sleep) S 4200 4242 4200 34816 4242 4194304 97 0 0 0 0 0 0 0 20 0 1 0 15417 8679424 256 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
 
     #[test]
-    fn a_plain_stat_line_gives_state_and_field_22() {
+    fn a_plain_stat_line_gives_state_field_22_and_leadership() {
         let f = parse_stat(SLEEP).unwrap();
         assert_eq!(f.state, b'S');
         assert_eq!(f.start_text, "15417");
         assert_eq!(f.start_ticks, 15417);
+        assert_eq!(f.leader, Some(true), "exit_signal 17 (SIGCHLD)");
+    }
+
+    #[test]
+    fn a_thread_has_exit_signal_minus_one_and_a_cut_line_says_nothing() {
+        let thread = String::from_utf8(SLEEP.to_vec())
+            .unwrap()
+            .replace(" 17 3 0 0", " -1 3 0 0");
+        assert_eq!(parse_stat(thread.as_bytes()).unwrap().leader, Some(false));
+        let leader_without_signal = String::from_utf8(SLEEP.to_vec())
+            .unwrap()
+            .replace(" 17 3 0 0", " 0 3 0 0");
+        assert_eq!(
+            parse_stat(leader_without_signal.as_bytes()).unwrap().leader,
+            Some(true),
+            "a process cloned with no exit signal still leads its group"
+        );
+        let cut = b"4242 (sleep) S 4200 4242 4200 34816 4242 4194304 97 0 0 0 0 0 0 0 20 0 1 0 15417 8679424\n";
+        assert_eq!(parse_stat(cut).unwrap().leader, None);
     }
 
     #[test]
@@ -134,23 +182,6 @@ mod tests {
     }
 
     #[test]
-    fn tgid_is_read_from_its_complete_line_only() {
-        let status = b"Name:\tsleep\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nNgid:\t0\n";
-        assert_eq!(status_tgid(status), Some(4242));
-        assert_eq!(
-            status_tgid(b"Name:\tx\nTgid:\t42"),
-            None,
-            "a cut line could be a prefix"
-        );
-        assert_eq!(status_tgid(b"Name:\tx\nTgid:\t\n"), None);
-        assert_eq!(
-            status_tgid(b"Name:\tTgid:\t9\n"),
-            None,
-            "only at a line start"
-        );
-    }
-
-    #[test]
     fn btime_is_found_among_the_other_lines() {
         let stat = b"cpu  1 2 3\nintr 5 6\nctxt 99\nbtime 1764460800\nprocesses 7\n";
         assert_eq!(boot_time(stat), Some(1_764_460_800));
@@ -178,13 +209,40 @@ mod tests {
         assert_eq!(auxv_clock_ticks(&[1, 2, 3]), None);
     }
 
+    #[test]
+    fn hidepid_is_read_from_the_last_proc_mount() {
+        let plain =
+            b"22 27 0:21 / /proc rw,relatime - proc proc rw\n30 1 8:1 / / rw - ext4 /dev/vda rw\n";
+        assert_eq!(proc_hides_processes(plain), Some(false));
+        let hidden = b"22 27 0:21 / /proc rw,nosuid - proc proc rw,hidepid=invisible\n";
+        assert_eq!(proc_hides_processes(hidden), Some(true));
+        let numeric = b"22 27 0:21 / /proc rw - proc proc rw,hidepid=2,gid=5\n";
+        assert_eq!(proc_hides_processes(numeric), Some(true));
+        let off = b"22 27 0:21 / /proc rw - proc proc rw,hidepid=0\n";
+        assert_eq!(proc_hides_processes(off), Some(false));
+        let over = [&hidden[..], &plain[..]].concat();
+        assert_eq!(
+            proc_hides_processes(&over),
+            Some(false),
+            "the later mount counts"
+        );
+        let dashes = b"40 22 0:5 /user-1 /proc rw shared:2 master:1 - proc proc-x rw,hidepid=1\n";
+        assert_eq!(
+            proc_hides_processes(dashes),
+            Some(true),
+            "dashes elsewhere are not the separator"
+        );
+        let elsewhere = b"22 27 0:21 / /host/proc rw - proc proc rw\n";
+        assert_eq!(proc_hides_processes(elsewhere), None, "no proc on /proc");
+    }
+
     proptest! {
         #[test]
         fn arbitrary_bytes_never_panic_any_parser(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
             let _ = parse_stat(&bytes);
-            let _ = status_tgid(&bytes);
             let _ = boot_time(&bytes);
             let _ = auxv_clock_ticks(&bytes);
+            let _ = proc_hides_processes(&bytes);
         }
 
         #[test]

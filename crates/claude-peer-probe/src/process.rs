@@ -3,7 +3,7 @@
 use claude_peer_registry::{Pid, ProcessFacts, Signal};
 use rustix::io::Errno;
 
-use crate::{ProcessTable, Reader};
+use crate::{Census, ProcessTable, Reader};
 
 /// The process table of the running OS.
 ///
@@ -105,6 +105,23 @@ impl ProcessTable for OsProcessTable {
         }
     }
 
+    /// From 1,024 records on, and when they number at least four times the processes
+    /// `/proc` lists (listing one process's threads costs four system calls, signalling
+    /// one record one), the pids are learned from `/proc`: the processes it lists and
+    /// the threads in each one's `task/`. Never where `/proc` is mounted with `hidepid`
+    /// (it hides other users' processes) or a `task/` cannot be listed.
+    fn census(&self, records: usize) -> Option<Census> {
+        #[cfg(target_os = "linux")]
+        {
+            linux::census(records)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = records;
+            None
+        }
+    }
+
     fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {
         if signal == Signal::NoSuchProcess {
             return ProcessFacts::gone();
@@ -142,16 +159,14 @@ mod linux {
     use claude_peer_registry::{Pid, ProcessFacts, ProcessState, Signal};
     use rustix::event::{self, PollFd, PollFlags, Timespec};
     use rustix::fd::{AsFd, OwnedFd};
-    use rustix::fs::{CWD, Mode, OFlags};
+    use rustix::fs::{AtFlags, CWD, Dir, Mode, OFlags};
     use rustix::io::Errno;
     use rustix::process::PidfdFlags;
 
-    use crate::proc_stat;
+    use crate::{Census, proc_stat};
 
     /// `/proc/<pid>/stat` is one line well under this.
     const STAT_BUF: usize = 4096;
-    /// `Tgid:` is the fourth line of `/proc/<pid>/status`; this holds it with room.
-    const STATUS_BUF: usize = 8192;
     /// `/proc/stat` grows with the CPU and interrupt count; `btime` comes after both.
     const PROC_STAT_BUF: usize = 256 * 1024;
     /// `USER_HZ` on every Linux architecture but alpha; used if auxv does not say.
@@ -180,7 +195,7 @@ mod linux {
     #[derive(Debug)]
     pub(super) struct Cache {
         /// Cleared when `pidfd_open` turns out to be unavailable (before Linux 5.3,
-        /// or filtered by seccomp); `/proc/<pid>/status` answers instead, uncached.
+        /// or filtered by seccomp); nothing is pinned then.
         pub(super) pidfd_usable: AtomicBool,
         pins: Mutex<Pins>,
     }
@@ -223,6 +238,11 @@ mod linux {
 
         pub(super) fn pinned(&self) -> usize {
             self.pins().by_pid.len()
+        }
+
+        /// Whether this table pins at all.
+        fn pins_any(&self) -> bool {
+            self.pins().limit > 0
         }
 
         /// The pinned facts of `pid`, if it is pinned and its process has not exited.
@@ -346,18 +366,6 @@ mod linux {
         }
     }
 
-    /// What `pidfd_open` said about a pid.
-    enum Leadership {
-        /// A thread-group leader, held by this pidfd (pinned if it turns out running).
-        Leader(OwnedFd),
-        /// A thread id, not a process.
-        Thread,
-        /// No such process any more (reaped).
-        Gone,
-        /// No pidfd this time: `/proc/<pid>/status` must say.
-        Unknown,
-    }
-
     impl Cache {
         pub(super) fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {
             if signal == Signal::Alive
@@ -370,15 +378,11 @@ mod linux {
                 // No /proc: nothing more is known.
                 return facts;
             };
-            // The pidfd is opened BEFORE the stat read, so what that read describes is
-            // the pinned process or one that got its pid later. A later one means the
+            // A pin's pidfd is opened BEFORE the stat read, so what that read describes
+            // is the pinned process or one that got its pid later. A later one means the
             // pinned process has exited, so its pidfd is readable and the first check
             // of the pin drops it: a pin never serves facts of another process.
-            let leadership = self.open_pidfd(pid);
-            if matches!(leadership, Leadership::Gone) {
-                // Reaped since the signal: nothing is known.
-                return facts;
-            }
+            let pidfd = self.pidfd_to_pin(pid);
             let mut path = PathBuf::new();
             let mut stat_buf = [0; STAT_BUF];
             // The stat line is complete once its newline has arrived.
@@ -401,60 +405,95 @@ mod linux {
             });
             facts.start_token = Some(stat.start_text.to_owned());
             facts.started_at = clock().and_then(|c| c.at(stat.start_ticks));
-            match leadership {
-                Leadership::Leader(pidfd) => {
-                    facts.thread_group_leader = Some(true);
-                    // Only a running leader is pinned: a zombie's pidfd is already
-                    // readable, and an alive signal is what the pin stands for.
-                    if signal == Signal::Alive && facts.state == Some(ProcessState::Running) {
-                        self.pin(pid, pidfd, &facts);
-                    }
-                }
-                Leadership::Thread => facts.thread_group_leader = Some(false),
-                // Returned above.
-                Leadership::Gone => {}
-                Leadership::Unknown => {
-                    facts.thread_group_leader = status_leadership(proc_dir, &mut path, pid);
-                }
+            facts.thread_group_leader = stat.leader;
+            // Only a running leader is pinned: a zombie's pidfd is already readable, and
+            // an alive signal is what the pin stands for.
+            if let Some(pidfd) = pidfd
+                && signal == Signal::Alive
+                && facts.state == Some(ProcessState::Running)
+            {
+                self.pin(pid, pidfd, &facts);
             }
             facts
         }
 
-        /// Whether `pid` is a process rather than a thread of one, by `pidfd_open`.
-        ///
-        /// `pidfd_open` without `PIDFD_THREAD` accepts thread-group leaders only (its
-        /// documented contract), and costs one call where reading `/proc/<pid>/status`
-        /// (whose `Tgid:` says the same) costs three and has the kernel render the
-        /// whole file. The status file is the fallback where `pidfd_open` is missing.
-        fn open_pidfd(&self, pid: Pid) -> Leadership {
-            if !self.pidfd_usable.load(Ordering::Relaxed) {
-                return Leadership::Unknown;
+        /// A pidfd of `pid`'s process, to pin it, when this table pins and `pid` is a
+        /// thread-group leader (`pidfd_open` refuses thread ids).
+        fn pidfd_to_pin(&self, pid: Pid) -> Option<OwnedFd> {
+            if !self.pins_any() || !self.pidfd_usable.load(Ordering::Relaxed) {
+                return None;
             }
-            let Some(target) = rustix::process::Pid::from_raw(pid.as_i32()) else {
-                return Leadership::Unknown;
-            };
+            let target = rustix::process::Pid::from_raw(pid.as_i32())?;
             match rustix::process::pidfd_open(target, PidfdFlags::empty()) {
-                Ok(pidfd) => Leadership::Leader(pidfd),
-                Err(Errno::INVAL) => Leadership::Thread,
-                Err(Errno::SRCH) => Leadership::Gone,
+                Ok(pidfd) => Some(pidfd),
                 Err(Errno::NOSYS | Errno::PERM | Errno::ACCESS) => {
                     self.pidfd_usable.store(false, Ordering::Relaxed);
-                    Leadership::Unknown
+                    None
                 }
-                // Out of descriptors or memory: ask /proc this time.
-                Err(_) => Leadership::Unknown,
+                // A thread id, gone since, or out of descriptors: nothing to pin.
+                Err(_) => None,
             }
         }
     }
 
-    /// Whether `pid` leads its thread group, by `Tgid:` in `/proc/<pid>/status`.
-    fn status_leadership(proc_dir: &OwnedFd, path: &mut PathBuf, pid: Pid) -> Option<bool> {
-        let mut status_buf = [0; STATUS_BUF];
-        // Stop reading as soon as the Tgid line is whole.
-        let status = read_file(proc_dir, path.of(pid, "status")?, &mut status_buf, |read| {
-            proc_stat::status_tgid(read).is_some()
-        })?;
-        proc_stat::status_tgid(status).map(|tgid| tgid == pid.get())
+    /// Fewer records than this are signalled one by one: listing `/proc` would cost more.
+    const CENSUS_FLOOR: usize = 1024;
+    /// System calls to list a process's threads (`statx` for their number, then open,
+    /// two `getdents64` and close when there are several), where a record costs one
+    /// `kill`.
+    const CALLS_PER_PROCESS: usize = 4;
+    /// `/proc/self/mountinfo` is a few KiB; one that does not fit is not parsed.
+    const MOUNTINFO_BUF: usize = 256 * 1024;
+
+    pub(super) fn census(records: usize) -> Option<Census> {
+        if records < CENSUS_FLOOR {
+            return None;
+        }
+        let proc_dir = proc_dir()?;
+        let mut mountinfo = vec![0; MOUNTINFO_BUF];
+        let mountinfo = read_file(proc_dir, "self/mountinfo", &mut mountinfo, |_| false)?;
+        if proc_stat::proc_hides_processes(mountinfo)? {
+            return None;
+        }
+        let leaders = pids_in(Dir::read_from(proc_dir).ok()?)?;
+        if records < CALLS_PER_PROCESS.saturating_mul(leaders.len()) {
+            return None;
+        }
+        let mut path = PathBuf::new();
+        let mut pids = leaders.clone();
+        for leader in leaders {
+            let task = path.of(leader, "task")?;
+            // `task/` has two links plus one per thread: a process of one thread (most
+            // are) is its leader alone, which is listed already.
+            let opened = rustix::fs::statat(proc_dir, task, AtFlags::empty()).and_then(|stat| {
+                let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                (stat.st_nlink > 3)
+                    .then(|| rustix::fs::openat(proc_dir, task, flags, Mode::empty()))
+                    .transpose()
+            });
+            match opened {
+                Ok(Some(task)) => pids.extend(pids_in(Dir::new(task).ok()?)?),
+                // One thread, or exited since it was listed (its threads went with it).
+                Ok(None) | Err(Errno::NOENT | Errno::SRCH) => {}
+                // Not ours to look at: the census would miss its threads.
+                Err(_) => return None,
+            }
+        }
+        Some(Census::new(pids))
+    }
+
+    /// The pids a `/proc` or `task/` directory lists; `None` if it cannot be read whole.
+    fn pids_in(dir: Dir) -> Option<Vec<Pid>> {
+        let mut pids = Vec::new();
+        for entry in dir {
+            let name = entry.ok()?;
+            let pid = std::str::from_utf8(name.file_name().to_bytes())
+                .ok()
+                .and_then(|name| name.parse().ok())
+                .and_then(Pid::new);
+            pids.extend(pid);
+        }
+        Some(pids)
     }
 
     fn proc_dir() -> Option<&'static OwnedFd> {
@@ -540,26 +579,30 @@ mod linux {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use std::sync::atomic::Ordering;
     use std::sync::mpsc;
 
     use claude_peer_registry::{Pid, Signal};
+    use rustix::io::Errno;
+    use rustix::process::PidfdFlags;
 
     use super::OsProcessTable;
 
-    /// The leadership answer of `pidfd_open` and of `/proc/<pid>/status`, in that order.
+    /// Whether `pidfd_open` accepts `pid` (it accepts thread-group leaders only), and
+    /// the leadership a table without pins reads from `/proc/<pid>/stat`.
     fn both_answers(pid: Pid) -> (Option<bool>, Option<bool>) {
-        let by_pidfd = OsProcessTable::new()
-            .linux
-            .facts(pid, Signal::Alive)
-            .thread_group_leader;
-        // A fresh table: the first one may have pinned `pid`, and would answer from
-        // its pin rather than from the status file.
-        let table = OsProcessTable::new();
-        table.linux.pidfd_usable.store(false, Ordering::Relaxed);
-        let by_status = table.linux.facts(pid, Signal::Alive).thread_group_leader;
-        assert_eq!(table.pinned(), 0, "the status-file path pins nothing");
-        (by_pidfd, by_status)
+        let by_pidfd = match rustix::process::Pid::from_raw(pid.as_i32())
+            .map_or(Err(Errno::SRCH), |target| {
+                rustix::process::pidfd_open(target, PidfdFlags::empty())
+            }) {
+            Ok(_) => Some(true),
+            // EINVAL before Linux 6.9, ENOENT since (the thread itself is running).
+            Err(Errno::INVAL | Errno::NOENT) => Some(false),
+            Err(_) => None,
+        };
+        let table = OsProcessTable::with_pin_limit(0);
+        let by_stat = table.linux.facts(pid, Signal::Alive).thread_group_leader;
+        assert_eq!(table.pinned(), 0, "a table without pins pins nothing");
+        (by_pidfd, by_stat)
     }
 
     #[test]
@@ -569,7 +612,7 @@ mod tests {
     }
 
     #[test]
-    fn the_status_fallback_agrees_with_pidfd_for_a_process_and_for_a_thread() {
+    fn the_stat_exit_signal_agrees_with_pidfd_open_for_a_process_and_for_a_thread() {
         let me = Pid::new(std::process::id()).unwrap();
         assert_eq!(both_answers(me), (Some(true), Some(true)));
 

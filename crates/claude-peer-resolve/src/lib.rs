@@ -7,6 +7,8 @@
 //! own, so fakes drive it in tests exactly as the OS does in production. Callers that
 //! scan repeatedly should keep one `Discovery` (`Discovery::os()` builds a fresh
 //! process table, and only a long-lived one remembers the processes it has pinned).
+//! [`Discovery::entries`] hands over each entry as it is judged, holding none, for
+//! registries of any size; [`Discovery::scan`] collects them.
 //!
 //! ```no_run
 //! use claude_peer_registry::ClaudeHome;
@@ -30,4 +32,4 @@ mod resolve;
 mod scan;
 
 pub use error::{Error, Refusal, RefusalKind};
-pub use scan::{Addressability, Discovery, Rereads, Scan, Scope, Session, Warning};
+pub use scan::{Addressability, Discovery, Entries, Rereads, Scan, Scope, Session, Warning};

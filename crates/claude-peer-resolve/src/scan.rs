@@ -1,11 +1,15 @@
+use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::fmt;
 use std::io;
+use std::num::NonZero;
+use std::panic;
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
 use claude_peer_probe::{
-    DirStatus, FileKind, OsProcessTable, OsRegistryFs, ProcessTable, Reader, RecordFile,
+    Census, DirStatus, FileKind, OsProcessTable, OsRegistryFs, ProcessTable, Reader, RecordFile,
     RegistryFs, SocketStatus,
 };
 use claude_peer_registry::{
@@ -197,6 +201,148 @@ pub struct Scan {
     pub warnings: Vec<Warning>,
 }
 
+/// A scan in progress: each registry entry judged as the iterator reaches it, in
+/// [`Scan::sessions`] order (records by pid, then rejected names by name). Made by
+/// [`Discovery::entries`].
+pub struct Entries<'d, P, F: RegistryFs> {
+    discovery: &'d Discovery<P, F>,
+    scope: Scope,
+    dir: PathBuf,
+    /// `None` when there is no registry (then there are no entries either).
+    status: Option<DirStatus>,
+    /// The registry directory, opened once; `None` as `status`.
+    handle: Option<F::Dir>,
+    reader: Reader,
+    /// Which pids exist, when learning that at once was cheaper than signalling each.
+    census: Option<Census>,
+    warnings: Vec<Warning>,
+    records: std::vec::IntoIter<(Pid, FileKind)>,
+    /// Records signalled ahead, each judged on its `next()`.
+    ahead: VecDeque<(Pid, FileKind, Signal)>,
+    /// Entries judged ahead on several threads, handed over in order.
+    judged: VecDeque<Session>,
+    /// The cores to judge on, learned when first needed.
+    cores: Option<usize>,
+    rejected: std::vec::IntoIter<(OsString, Rejection)>,
+}
+
+impl<P, F: RegistryFs> fmt::Debug for Entries<'_, P, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entries")
+            .field("dir", &self.dir)
+            .field("scope", &self.scope)
+            .field("records_left", &self.records.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P, F: RegistryFs> Entries<'_, P, F> {
+    /// What is wrong with the registry directory itself; known before any entry.
+    #[must_use]
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+}
+
+/// Records judged together, at most: the most a scan holds ahead of its caller.
+const BATCH: usize = 256;
+/// Records per thread, at least, for another thread to pay for itself: a live record
+/// costs about 15 µs to judge, starting a thread about as much as two.
+const PER_THREAD: usize = 32;
+
+impl<P: ProcessTable, F: RegistryFs> Entries<'_, P, F> {
+    /// Signals records until [`BATCH`] of them need reading (for a live-only scan, the
+    /// ones alive), and judges those at once across the cores when there are enough
+    /// to pay for the threads; otherwise they are judged one per `next()`. `false`
+    /// when no record was left.
+    fn signal_ahead(&mut self, status: DirStatus) -> bool {
+        let mut any = false;
+        while self.ahead.len() < BATCH {
+            let Some((pid, kind)) = self.records.next() else {
+                break;
+            };
+            any = true;
+            // An entry its kind decides is never signalled.
+            let signal = match &self.census {
+                _ if !is_readable_kind(kind) => Signal::NoSuchProcess,
+                Some(census) if !census.contains(pid) => Signal::NoSuchProcess,
+                _ => self.discovery.processes.signal(pid),
+            };
+            if !skipped(self.scope, kind, signal) {
+                self.ahead.push_back((pid, kind, signal));
+            }
+        }
+        let cores = *self
+            .cores
+            .get_or_insert_with(|| thread::available_parallelism().map_or(1, NonZero::get));
+        let threads = cores.min(self.ahead.len() / PER_THREAD);
+        if threads > 1 {
+            let batch: Vec<_> = self.ahead.drain(..).collect();
+            let this = &*self;
+            let judge = |part: &[(Pid, FileKind, Signal)]| -> Vec<Session> {
+                part.iter()
+                    .filter_map(|&(pid, kind, signal)| this.judge(pid, kind, signal, status))
+                    .collect()
+            };
+            let mut parts = batch.chunks(batch.len().div_ceil(threads));
+            let first = parts.next().unwrap_or_default();
+            let judged = thread::scope(|scope| {
+                let others: Vec<_> = parts.map(|part| scope.spawn(move || judge(part))).collect();
+                let mut judged = judge(first);
+                for other in others {
+                    judged.extend(
+                        other
+                            .join()
+                            .unwrap_or_else(|panic| panic::resume_unwind(panic)),
+                    );
+                }
+                judged
+            });
+            self.judged.extend(judged);
+        }
+        any
+    }
+
+    fn judge(
+        &self,
+        pid: Pid,
+        kind: FileKind,
+        signal: Signal,
+        status: DirStatus,
+    ) -> Option<Session> {
+        let at = At {
+            dir: &self.dir,
+            handle: self.handle.as_ref(),
+        };
+        self.discovery
+            .judge_entry(at, pid, kind, signal, &status, &self.reader, self.scope)
+    }
+}
+
+impl<P: ProcessTable, F: RegistryFs> Iterator for Entries<'_, P, F> {
+    type Item = Session;
+
+    fn next(&mut self) -> Option<Session> {
+        let status = self.status?;
+        loop {
+            if let Some(session) = self.judged.pop_front() {
+                return Some(session);
+            }
+            if let Some((pid, kind, signal)) = self.ahead.pop_front() {
+                match self.judge(pid, kind, signal, status) {
+                    Some(session) => return Some(session),
+                    None => continue,
+                }
+            }
+            if !self.signal_ahead(status) {
+                break;
+            }
+        }
+        let (name, rejection) = self.rejected.next()?;
+        Some(invalid(self.dir.join(name), None, &rejection))
+    }
+}
+
 /// Discovery over a process table and a registry file system.
 #[derive(Debug, Clone)]
 pub struct Discovery<P, F> {
@@ -260,43 +406,79 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
 
     /// Reads the registry afresh and judges every entry. A registry that does not
     /// exist is an empty scan; one that exists but cannot be listed is an error.
+    ///
+    /// This collects [`Discovery::entries`], which hands each entry over as it is judged.
     pub fn scan(&self, home: &ClaudeHome, scope: Scope) -> Result<Scan, Error> {
+        let mut entries = self.entries(home, scope)?;
+        let warnings = std::mem::take(&mut entries.warnings);
+        Ok(Scan {
+            sessions: entries.collect(),
+            warnings,
+        })
+    }
+
+    /// Reads the registry afresh and judges its entries as the iterator is advanced, in
+    /// the order of [`Scan::sessions`]: memory stays flat however many records the
+    /// registry holds (only the names are kept, a few bytes each, to sort them, and at
+    /// most 256 entries judged ahead). Many live records are judged together across
+    /// the cores; a few, one per `next()`. Each entry is judged exactly as
+    /// [`Discovery::scan`] judges it. A registry
+    /// that does not exist gives no entries; one that exists but cannot be listed is an
+    /// error.
+    pub fn entries(&self, home: &ClaudeHome, scope: Scope) -> Result<Entries<'_, P, F>, Error> {
         let dir = home.sessions_dir();
         let registry_error = |source: io::Error| Error::Registry {
             path: dir.clone(),
             source,
         };
-        let Some(status) = self.fs.dir_status(&dir).map_err(registry_error)? else {
-            return Ok(Scan::default());
+        let reader = self.processes.reader();
+        let mut entries = Entries {
+            discovery: self,
+            scope,
+            status: None,
+            warnings: Vec::new(),
+            records: Vec::new().into_iter(),
+            ahead: VecDeque::new(),
+            judged: VecDeque::new(),
+            cores: None,
+            rejected: Vec::new().into_iter(),
+            census: None,
+            handle: None,
+            reader,
+            dir: dir.clone(),
         };
-        let entries = match self.fs.list(&dir) {
-            Ok(entries) => entries,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Scan::default()),
+        let Some(status) = self.fs.dir_status(&dir).map_err(registry_error)? else {
+            return Ok(entries);
+        };
+        let listed = match self.fs.open_dir(&dir).and_then(|handle| {
+            let listed = self.fs.list(&handle)?;
+            entries.handle = Some(handle);
+            Ok(listed)
+        }) {
+            Ok(listed) => listed,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(entries),
             Err(err) => return Err(registry_error(err)),
         };
-        let reader = self.processes.reader();
-        let mut sessions: Vec<Session> = entries
-            .into_iter()
-            .filter_map(|entry| {
-                let file = dir.join(&entry.name);
-                match classify_entry_name(&entry.name) {
-                    EntryName::NotARecord => None,
-                    EntryName::Rejected(rejection) => {
-                        (scope == Scope::All).then(|| invalid(file, None, &rejection))
-                    }
-                    EntryName::Record(pid) => {
-                        self.judge_entry(file, pid, entry.kind, &status, &reader, scope)
+        let (mut records, mut rejected) = (Vec::new(), Vec::new());
+        for entry in listed {
+            match classify_entry_name(&entry.name) {
+                EntryName::NotARecord => {}
+                EntryName::Rejected(rejection) => {
+                    if scope == Scope::All {
+                        rejected.push((entry.name, rejection));
                     }
                 }
-            })
-            .collect();
-        sessions.sort_by(|a, b| {
-            (a.pid.is_none(), a.pid, &a.file).cmp(&(b.pid.is_none(), b.pid, &b.file))
-        });
-        Ok(Scan {
-            sessions,
-            warnings: warnings(&dir, &status, reader.uid),
-        })
+                EntryName::Record(pid) => records.push((pid, entry.kind)),
+            }
+        }
+        records.sort_unstable_by_key(|(pid, _)| *pid);
+        rejected.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        entries.warnings = warnings(&dir, &status, entries.reader.uid);
+        entries.status = Some(status);
+        entries.census = self.processes.census(records.len());
+        entries.records = records.into_iter();
+        entries.rejected = rejected.into_iter();
+        Ok(entries)
     }
 
     /// The one entry `<pid>.json` judged afresh, exactly as a scan would judge it;
@@ -316,30 +498,51 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         let Some(status) = status else {
             return Ok(None);
         };
-        let file = dir.join(format!("{pid}.json"));
         let reader = self.processes.reader();
-        Ok(self.judge_entry(file, pid, FileKind::Unknown, &status, &reader, scope))
+        let signal = self.processes.signal(pid);
+        Ok(self.judge_entry(
+            At {
+                dir: &dir,
+                handle: None,
+            },
+            pid,
+            FileKind::Unknown,
+            signal,
+            &status,
+            &reader,
+            scope,
+        ))
     }
 
-    /// One record entry's verdict; `None` when `scope` is live-only and it is not live.
+    /// One record entry's verdict, its pid having answered `signal`; `None` when
+    /// `scope` is live-only and it is not live.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one entry's facts, each from the scan that lists it"
+    )]
     fn judge_entry(
         &self,
-        file: PathBuf,
+        at: At<'_, F::Dir>,
         pid: Pid,
         listed_kind: FileKind,
+        signal: Signal,
         dir: &DirStatus,
         reader: &Reader,
         scope: Scope,
     ) -> Option<Session> {
         let live_only = scope == Scope::Live;
-        if !matches!(listed_kind, FileKind::Regular | FileKind::Unknown) {
-            return (!live_only).then(|| invalid(file, Some(pid), &not_regular(listed_kind)));
-        }
-        let signal = self.processes.signal(pid);
-        if live_only && signal != Signal::Alive {
-            // Nothing but a live pid can be a live session: its file is never read.
+        if skipped(scope, listed_kind, signal) {
             return None;
         }
+        let name = format!("{pid}.json");
+        if !is_readable_kind(listed_kind) {
+            return Some(invalid(
+                at.dir.join(name),
+                Some(pid),
+                &not_regular(listed_kind),
+            ));
+        }
+        let file = at.dir.join(&name);
         let facts = if signal == Signal::Alive {
             self.processes.facts(pid, signal)
         } else {
@@ -347,7 +550,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         };
         let domain = reader.pid_domain.as_deref();
         let read_once = || {
-            let read = self.read(&file, dir)?;
+            let read = self.read(at, &file, dir)?;
             Ok((Record::parse(pid, &read.bytes), read.modified))
         };
         // A live pid's record may be caught mid-rewrite: it is read again, with growing
@@ -403,8 +606,17 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
 
     /// Reads a record file, turning what is not a readable regular file of the
     /// registry's owner into its verdict; `Err(None)` when the file does not exist.
-    fn read(&self, file: &Path, dir: &DirStatus) -> Result<RecordFile, Option<Verdict>> {
-        let read = self.fs.read_record(file).map_err(|err| {
+    fn read(
+        &self,
+        at: At<'_, F::Dir>,
+        file: &Path,
+        dir: &DirStatus,
+    ) -> Result<RecordFile, Option<Verdict>> {
+        let read = match (at.handle, file.file_name()) {
+            (Some(handle), Some(name)) => self.fs.read_record_in(handle, name),
+            _ => self.fs.read_record(file),
+        };
+        let read = read.map_err(|err| {
             (err.kind() != io::ErrorKind::NotFound).then(|| Verdict {
                 liveness: Liveness::Unreadable,
                 reason: Some(format!("cannot read `{}`: {err}", file.display())),
@@ -467,6 +679,22 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     }
 }
 
+/// Where a record is: its registry directory, and that directory's handle when a scan
+/// opened one.
+struct At<'a, D> {
+    dir: &'a Path,
+    handle: Option<&'a D>,
+}
+
+// Two references: copied whatever `D` is (a derive would ask `D: Copy`).
+impl<D> Clone for At<'_, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<D> Copy for At<'_, D> {}
+
 impl Session {
     fn unlisted(file: PathBuf, pid: Option<Pid>, record: Option<Record>, verdict: Verdict) -> Self {
         let addressability =
@@ -488,6 +716,18 @@ fn invalid(file: PathBuf, pid: Option<Pid>, rejection: &Rejection) -> Session {
 /// The verdict on a rejected entry, which no fact about its pid can change.
 fn invalid_verdict(rejection: &Rejection) -> Verdict {
     judge(Contents::Rejected(rejection), &ProcessFacts::gone(), None)
+}
+
+/// Whether an entry listed as `kind` may be a record: a regular file, or one whose
+/// kind the listing did not say (opening it tells).
+const fn is_readable_kind(kind: FileKind) -> bool {
+    matches!(kind, FileKind::Regular | FileKind::Unknown)
+}
+
+/// Whether a scan of `scope` leaves the entry out without reading it: a live-only scan
+/// reports live sessions, and nothing but a regular file of a live pid can be one.
+fn skipped(scope: Scope, kind: FileKind, signal: Signal) -> bool {
+    scope == Scope::Live && (!is_readable_kind(kind) || signal != Signal::Alive)
 }
 
 fn not_regular(kind: FileKind) -> Rejection {

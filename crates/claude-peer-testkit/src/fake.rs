@@ -1,16 +1,15 @@
 //! In-memory stand-ins for the probe's traits.
 
-use std::cell::{RefCell, RefMut};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use claude_peer_probe::{
-    DirEntry, DirStatus, FileKind, Notice, Notifier, ProcessTable, Reader, RecordFile, RegistryFs,
-    SocketStatus,
+    Census, DirEntry, DirStatus, FileKind, Notice, Notifier, ProcessTable, Reader, RecordFile,
+    RegistryFs, SocketStatus,
 };
 use claude_peer_registry::{Pid, ProcessFacts, Signal};
 
@@ -58,6 +57,17 @@ impl ProcessTable for FakeProcessTable {
         self.processes
             .get(&pid)
             .map_or(Signal::NoSuchProcess, |facts| facts.signal)
+    }
+
+    /// A fake table sees every process: its census is every pid that answers the
+    /// signal (alive or not permitted), whatever the number of records.
+    fn census(&self, _records: usize) -> Option<Census> {
+        Some(Census::new(
+            self.processes
+                .iter()
+                .filter(|(_, facts)| facts.signal != Signal::NoSuchProcess)
+                .map(|(pid, _)| *pid),
+        ))
     }
 
     fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {
@@ -108,8 +118,8 @@ pub struct FakeRegistryFs {
     pub files: BTreeMap<OsString, FakeFile>,
     /// Socket paths and what `lstat` says of them; absent paths are missing.
     pub sockets: HashMap<PathBuf, SocketStatus>,
-    reads: RefCell<HashMap<OsString, VecDeque<Vec<u8>>>>,
-    read_log: RefCell<Vec<OsString>>,
+    reads: Mutex<HashMap<OsString, VecDeque<Vec<u8>>>>,
+    read_log: Mutex<Vec<OsString>>,
 }
 
 impl FakeRegistryFs {
@@ -136,22 +146,18 @@ impl FakeRegistryFs {
     /// The names of the files read so far, in order.
     #[must_use]
     pub fn reads(&self) -> Vec<OsString> {
-        self.read_log.borrow().clone()
+        lock(&self.read_log).clone()
     }
 
     /// Puts `file` at `name`, replacing what was there; its reads start over.
     pub fn put(&mut self, name: &str, file: FakeFile) {
-        self.reads
-            .borrow_mut()
-            .remove(OsString::from(name).as_os_str());
+        lock(&self.reads).remove(OsString::from(name).as_os_str());
         self.files.insert(name.into(), file);
     }
 
     /// Removes `name`.
     pub fn remove(&mut self, name: &str) {
-        self.reads
-            .borrow_mut()
-            .remove(OsString::from(name).as_os_str());
+        lock(&self.reads).remove(OsString::from(name).as_os_str());
         self.files.remove(OsString::from(name).as_os_str());
     }
 }
@@ -161,7 +167,17 @@ impl RegistryFs for FakeRegistryFs {
         Ok(self.dir)
     }
 
-    fn list(&self, _dir: &Path) -> io::Result<Vec<DirEntry>> {
+    /// The directory's path: a fake has nothing to open.
+    type Dir = PathBuf;
+
+    fn open_dir(&self, dir: &Path) -> io::Result<PathBuf> {
+        if self.dir.is_none() {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        Ok(dir.to_owned())
+    }
+
+    fn list(&self, _dir: &PathBuf) -> io::Result<Vec<DirEntry>> {
         if self.dir.is_none() {
             return Err(io::ErrorKind::NotFound.into());
         }
@@ -178,9 +194,9 @@ impl RegistryFs for FakeRegistryFs {
     fn read_record(&self, path: &Path) -> io::Result<RecordFile> {
         let name = path.file_name().unwrap_or_default().to_owned();
         let file = self.files.get(&name).ok_or(io::ErrorKind::NotFound)?;
-        self.read_log.borrow_mut().push(name.clone());
+        lock(&self.read_log).push(name.clone());
         let bytes = if file.kind == FileKind::Regular {
-            let mut reads = self.reads.borrow_mut();
+            let mut reads = lock(&self.reads);
             let queue = reads
                 .entry(name)
                 .or_insert_with(|| file.reads.iter().cloned().collect());
@@ -201,6 +217,10 @@ impl RegistryFs for FakeRegistryFs {
         })
     }
 
+    fn read_record_in(&self, dir: &PathBuf, name: &OsStr) -> io::Result<RecordFile> {
+        self.read_record(&dir.join(name))
+    }
+
     fn socket_status(&self, path: &Path) -> io::Result<SocketStatus> {
         Ok(self
             .sockets
@@ -215,74 +235,92 @@ impl RegistryFs for FakeRegistryFs {
 /// Clones share the fake; the probe's traits are implemented by borrowing it, so a
 /// `Discovery` or a watch owns one handle while the test keeps another.
 #[derive(Debug, Default)]
-pub struct Shared<T>(Rc<RefCell<T>>);
+pub struct Shared<T>(Arc<Mutex<T>>);
 
 impl<T> Clone for Shared<T> {
     fn clone(&self) -> Self {
-        Self(Rc::clone(&self.0))
+        Self(Arc::clone(&self.0))
     }
+}
+
+/// A fake's lock; a test that panicked while holding it leaves nothing half done.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl<T> Shared<T> {
     /// Shares `fake`.
     pub fn new(fake: T) -> Self {
-        Self(Rc::new(RefCell::new(fake)))
+        Self(Arc::new(Mutex::new(fake)))
     }
 
     /// The fake, to change it.
-    #[must_use]
-    pub fn get(&self) -> RefMut<'_, T> {
-        self.0.borrow_mut()
+    pub fn get(&self) -> MutexGuard<'_, T> {
+        lock(&self.0)
     }
 }
 
-impl<T: ProcessTable> ProcessTable for Shared<T> {
+impl<T: ProcessTable + Send> ProcessTable for Shared<T> {
     fn signal(&self, pid: Pid) -> Signal {
-        self.0.borrow().signal(pid)
+        lock(&self.0).signal(pid)
+    }
+
+    fn census(&self, records: usize) -> Option<Census> {
+        lock(&self.0).census(records)
     }
 
     fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {
-        self.0.borrow().facts(pid, signal)
+        lock(&self.0).facts(pid, signal)
     }
 
     fn reader(&self) -> Reader {
-        self.0.borrow().reader()
+        lock(&self.0).reader()
     }
 }
 
-impl<T: RegistryFs> RegistryFs for Shared<T> {
+impl<T: RegistryFs + Send> RegistryFs for Shared<T> {
     fn dir_status(&self, dir: &Path) -> io::Result<Option<DirStatus>> {
-        self.0.borrow().dir_status(dir)
+        lock(&self.0).dir_status(dir)
     }
 
-    fn list(&self, dir: &Path) -> io::Result<Vec<DirEntry>> {
-        self.0.borrow().list(dir)
+    type Dir = T::Dir;
+
+    fn open_dir(&self, dir: &Path) -> io::Result<T::Dir> {
+        lock(&self.0).open_dir(dir)
+    }
+
+    fn list(&self, dir: &T::Dir) -> io::Result<Vec<DirEntry>> {
+        lock(&self.0).list(dir)
     }
 
     fn read_record(&self, path: &Path) -> io::Result<RecordFile> {
-        self.0.borrow().read_record(path)
+        lock(&self.0).read_record(path)
+    }
+
+    fn read_record_in(&self, dir: &T::Dir, name: &OsStr) -> io::Result<RecordFile> {
+        lock(&self.0).read_record_in(dir, name)
     }
 
     fn socket_status(&self, path: &Path) -> io::Result<SocketStatus> {
-        self.0.borrow().socket_status(path)
+        lock(&self.0).socket_status(path)
     }
 }
 
 impl<T: Notifier> Notifier for Shared<T> {
     fn watch_registry(&mut self, home: &Path, registry: &Path) -> bool {
-        self.0.borrow_mut().watch_registry(home, registry)
+        lock(&self.0).watch_registry(home, registry)
     }
 
     fn watch_exit(&mut self, pid: Pid) -> bool {
-        self.0.borrow_mut().watch_exit(pid)
+        lock(&self.0).watch_exit(pid)
     }
 
     fn unwatch_exit(&mut self, pid: Pid) {
-        self.0.borrow_mut().unwatch_exit(pid);
+        lock(&self.0).unwatch_exit(pid);
     }
 
     fn wait(&mut self, timeout: Duration, notices: &mut Vec<Notice>) -> io::Result<()> {
-        self.0.borrow_mut().wait(timeout, notices)
+        lock(&self.0).wait(timeout, notices)
     }
 }
 

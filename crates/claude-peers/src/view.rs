@@ -194,20 +194,60 @@ pub(crate) fn status_text(record: Option<&Record>, now_ms: u64) -> String {
 
 /// Renders rows as aligned columns (the last column is not padded).
 pub(crate) fn table(header: &[&str], rows: &[Vec<String>], style: Style) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let columns = Columns::measure(header, rows, style);
+    let mut out = columns.header(header);
     for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
+        out.push_str(&columns.row(row));
     }
-    let mut out = String::new();
-    let mut line = |cells: &[String], painted: &dyn Fn(usize, &str) -> String| {
+    out
+}
+
+/// Column widths, measured once from a header and the rows at hand; rows rendered
+/// later (a streamed table's) use the same widths, and a longer cell pushes only the
+/// rest of its own line to the right.
+#[derive(Debug)]
+pub(crate) struct Columns {
+    widths: Vec<usize>,
+    style: Style,
+}
+
+impl Columns {
+    pub(crate) fn measure(header: &[&str], rows: &[Vec<String>], style: Style) -> Self {
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        Self { widths, style }
+    }
+
+    /// The header line, in bold.
+    pub(crate) fn header(&self, header: &[&str]) -> String {
+        let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+        self.line(&header, |_, h| self.style.paint("1", h))
+    }
+
+    /// One row's line; its second column (the status) is coloured.
+    pub(crate) fn row(&self, cells: &[String]) -> String {
+        self.line(cells, |i, cell| {
+            if i == 1 {
+                self.style.status(cell)
+            } else {
+                cell.to_owned()
+            }
+        })
+    }
+
+    fn line(&self, cells: &[String], painted: impl Fn(usize, &str) -> String) -> String {
+        let mut out = String::new();
         let last = cells.len().saturating_sub(1);
         for (i, cell) in cells.iter().enumerate() {
+            let width = self.widths.get(i).copied().unwrap_or(0);
             let pad = if i == last {
                 0
             } else {
-                widths[i] - cell.chars().count() + 2
+                width.saturating_sub(cell.chars().count()) + 2
             };
             out.push_str(&painted(i, cell));
             out.extend(std::iter::repeat_n(' ', pad));
@@ -216,17 +256,6 @@ pub(crate) fn table(header: &[&str], rows: &[Vec<String>], style: Style) -> Stri
             out.pop();
         }
         out.push('\n');
-    };
-    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
-    line(&header, &|_, h| style.paint("1", h));
-    for row in rows {
-        line(row, &|i, cell| {
-            if i == 1 {
-                style.status(cell)
-            } else {
-                cell.to_owned()
-            }
-        });
+        out
     }
-    out
 }

@@ -233,7 +233,8 @@ fn list_types_every_entry_without_following_links() {
     symlink(d.join("sub"), d.join("1003.json")).unwrap();
     std::fs::create_dir(d.join("sub")).unwrap();
 
-    let mut entries = OsRegistryFs::new().list(d).unwrap();
+    let fs = OsRegistryFs::new();
+    let mut entries = fs.list(&fs.open_dir(d).unwrap()).unwrap();
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     let entry = |name: &str, kind| DirEntry {
         name: name.into(),
@@ -250,14 +251,26 @@ fn list_types_every_entry_without_following_links() {
         ],
         "no . or .., links typed as links"
     );
+    let handle = fs.open_dir(d).unwrap();
+    for name in ["1000.json", "1001.json", "1002.json", "1003.json", "sub"] {
+        assert_eq!(
+            fs.read_record_in(&handle, name.as_ref()).unwrap(),
+            fs.read_record(&d.join(name)).unwrap(),
+            "{name}: read relative to the directory's handle as by its path"
+        );
+    }
+    let missing = fs
+        .read_record_in(&handle, "1004.json".as_ref())
+        .unwrap_err();
+    assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
 }
 
 #[test]
 fn list_of_an_empty_directory_is_empty_and_of_a_missing_one_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let fs = OsRegistryFs::new();
-    assert_eq!(fs.list(dir.path()).unwrap(), []);
-    let err = fs.list(&dir.path().join("missing")).unwrap_err();
+    assert_eq!(fs.list(&fs.open_dir(dir.path()).unwrap()).unwrap(), []);
+    let err = fs.open_dir(&dir.path().join("missing")).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
 }
 

@@ -475,3 +475,51 @@ fn a_default_table_pins_every_live_process_it_is_asked_about_within_its_limit() 
     }
     assert_eq!(table.pinned(), 20);
 }
+
+#[test]
+fn a_census_holds_every_pid_that_answers_the_signal_and_none_that_does_not() {
+    let table = OsProcessTable::new();
+    assert_eq!(
+        table.census(1023),
+        None,
+        "a thousand records are signalled one by one"
+    );
+    if table.census(usize::MAX).is_none() {
+        // Only where /proc hides processes (hidepid) or lists another's threads not.
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(
+            mountinfo.contains("hidepid="),
+            "no census although /proc hides nothing"
+        );
+        return;
+    }
+    let live = Reaped::spawn("sleep", &["600"]);
+    let zombie = Reaped::spawn("true", &[]);
+    zombie.wait_exited_unreaped();
+    let thread = ParkedThread::spawn();
+    let mut reaped = Command::new("true").spawn().unwrap();
+    let gone = Pid::new(reaped.id()).unwrap();
+    reaped.wait().unwrap();
+    let census = table.census(usize::MAX).unwrap();
+    let me = Pid::new(std::process::id()).unwrap();
+    for (pid, what) in [
+        (me, "this process"),
+        (live.pid(), "a live child"),
+        (zombie.pid(), "a zombie"),
+        (thread.tid, "a thread of this process"),
+    ] {
+        assert_eq!(
+            table.signal(pid),
+            Signal::Alive,
+            "{what} answers the signal"
+        );
+        assert!(census.contains(pid), "{what} ({pid}) is in the census");
+    }
+    assert_eq!(table.signal(gone), Signal::NoSuchProcess);
+    assert!(
+        !census.contains(gone),
+        "a reaped child is not in the census"
+    );
+    drop(thread);
+    assert!(census.len() > 4, "{census:?}");
+}

@@ -88,6 +88,33 @@ impl Home {
         self.write(pid, &body.to_string())
     }
 
+    /// A thread of this test process, parked until `done` is sent, and a record of its
+    /// id with its true start token: its id, `done`, and the thread to join.
+    fn thread_record(
+        &self,
+    ) -> (
+        u32,
+        std::sync::mpsc::Sender<()>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            tx.send(
+                rustix::thread::gettid()
+                    .as_raw_nonzero()
+                    .get()
+                    .cast_unsigned(),
+            )
+            .unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        let token = start_token(Path::new(&format!("/proc/self/task/{tid}/stat")));
+        self.record(tid, "thread", Some(&token), None);
+        (tid, done_tx, thread)
+    }
+
     fn verdicts(&self) -> Vec<(String, Liveness, String)> {
         Discovery::os()
             .scan(&self.home, Scope::All)
@@ -190,21 +217,7 @@ fn a_zombie_child_is_gone() {
 #[test]
 fn a_thread_id_of_a_live_process_is_recycled() {
     let home = Home::new();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        tx.send(
-            rustix::thread::gettid()
-                .as_raw_nonzero()
-                .get()
-                .cast_unsigned(),
-        )
-        .unwrap();
-        let _ = done_rx.recv();
-    });
-    let tid = rx.recv().unwrap();
-    let token = start_token(Path::new(&format!("/proc/self/task/{tid}/stat")));
-    home.record(tid, "thread", Some(&token), None);
+    let (tid, done_tx, thread) = home.thread_record();
     let (liveness, reason) = home.verdict_of(&format!("{tid}.json"));
     done_tx.send(()).unwrap();
     thread.join().unwrap();
@@ -371,4 +384,78 @@ fn keys_heartbeats_and_temporary_files_are_never_listed() {
     fs::write(home.path(&format!("{}.json.tmp", child.pid())), "{").unwrap();
     let names: Vec<String> = home.verdicts().into_iter().map(|(n, _, _)| n).collect();
     assert_eq!(names, [format!("{}.json", child.pid())]);
+}
+
+#[test]
+fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid() {
+    use claude_peer_probe::{OsProcessTable, ProcessTable};
+    let home = Home::new();
+    let live = Sleeper::spawn();
+    home.record(live.pid(), "live", None, None);
+    let mut zombie = Command::new("true").spawn().unwrap();
+    rustix::process::waitid(
+        WaitId::Pid(rustix::process::Pid::from_raw(zombie.id().cast_signed()).unwrap()),
+        WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+    )
+    .unwrap();
+    home.record(zombie.id(), "zombie", Some("1"), None);
+    let (tid, done_tx, thread) = home.thread_record();
+    let mut reaped = Command::new("true").spawn().unwrap();
+    reaped.wait().unwrap();
+    home.record(reaped.id(), "reaped", Some("1"), None);
+    // Leftovers of pids that run nowhere (above any pid_max), four times the processes.
+    let processes = fs::read_dir("/proc")
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .parse::<u32>()
+                .is_ok()
+        })
+        .count();
+    let leftovers = 4 * processes + 1100;
+    for i in 0..leftovers {
+        let pid = 4_194_305 + u32::try_from(i).unwrap();
+        home.write(pid, &format!(r#"{{"pid":{pid},"sessionId":"d"}}"#));
+    }
+    if OsProcessTable::new().census(leftovers).is_none() {
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(
+            mountinfo.contains("hidepid="),
+            "no census although /proc hides nothing"
+        );
+    }
+
+    let discovery = Discovery::os();
+    let scan = discovery.scan(&home.home, Scope::All).unwrap();
+    let verdict = |pid: u32| {
+        let session = scan
+            .sessions
+            .iter()
+            .find(|s| s.pid.unwrap().get() == pid)
+            .unwrap();
+        (
+            session.verdict.liveness,
+            session.verdict.reason.clone().unwrap_or_default(),
+        )
+    };
+    assert_eq!(verdict(live.pid()).0, Liveness::Live);
+    let (zombie_is, why) = verdict(zombie.id());
+    assert_eq!(zombie_is, Liveness::Gone, "{why}");
+    assert!(why.contains("zombie"), "{why}");
+    let (thread_is, why) = verdict(tid);
+    assert_eq!(thread_is, Liveness::Recycled, "{why}");
+    assert!(why.contains("thread"), "{why}");
+    assert_eq!(verdict(reaped.id()).0, Liveness::Gone);
+    for session in &scan.sessions {
+        let one = discovery
+            .entry(&home.home, session.pid.unwrap(), Scope::All)
+            .unwrap();
+        assert_eq!(one.as_ref(), Some(session), "an entry judged alone agrees");
+    }
+    done_tx.send(()).unwrap();
+    thread.join().unwrap();
+    zombie.wait().unwrap();
 }

@@ -214,6 +214,28 @@ proptest! {
             prop_assert_eq!(signal, Signal::Alive, "read {:?} although its pid is not alive", read);
         }
     }
+    #[test]
+    fn entries_hand_over_each_judged_entry_before_reading_the_next_and_add_up_to_the_scan(
+        entries in vec(entry(), 0..8),
+        table in table(),
+    ) {
+        let scan = build(&entries, &table).scan(&fake_home(), Scope::All).unwrap();
+        let discovery = build(&entries, &table);
+        let stream = discovery.entries(&fake_home(), Scope::All).unwrap();
+        prop_assert_eq!(stream.warnings(), &scan.warnings[..]);
+        prop_assert!(discovery.fs().reads().is_empty(), "nothing is read before it is asked for");
+        let mut streamed: Vec<claude_peer_resolve::Session> = Vec::new();
+        for session in stream {
+            streamed.push(session);
+            for read in discovery.fs().reads() {
+                prop_assert!(
+                    streamed.iter().any(|s| s.file.file_name() == Some(&read)),
+                    "{:?} was read before its entry was handed over", read
+                );
+            }
+        }
+        prop_assert_eq!(streamed, scan.sessions);
+    }
 }
 
 #[test]
