@@ -1,12 +1,9 @@
 //! The last look before a hand-over: one record and one pid, read again.
 
-use std::io;
-use std::path::Path;
+use claude_peer_probe::{ProcessTable, RegistryFs};
+use claude_peer_registry::{ClaudeHome, Signal};
 
-use claude_peer_probe::{FileKind, ProcessTable, RegistryFs};
-use claude_peer_registry::{ClaudeHome, Contents, Liveness, Pid, Record, Rejection, Signal, judge};
-
-use crate::{Addressability, Discovery, Error, Refusal, RefusalKind, Session};
+use crate::{Addressability, Discovery, Error, Refusal, RefusalKind, Scope, Session};
 
 impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// Confirms that a session resolved a moment ago still runs, reading only its own
@@ -47,20 +44,27 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 format!("pid {pid}, which ran session {id}, no longer runs: {why}"),
             ));
         }
-        let now = self.reread(home, pid, id)?;
-        let reader = self.processes().reader();
-        let facts = self.processes().facts(pid, signal);
-        let verdict = judge(Contents::Parsed(&now), &facts, reader.pid_domain.as_deref());
-        if verdict.liveness != Liveness::Live {
+        // Judged exactly as a scan judges it: the same read, limits and rereads.
+        let file = home.sessions_dir().join(format!("{pid}.json"));
+        let Some(entry) = self.entry(home, pid, Scope::All)? else {
+            return Err(refuse(
+                RefusalKind::NotLive,
+                format!(
+                    "cannot confirm that pid {pid} still runs session {id}: its record `{}` is gone",
+                    file.display()
+                ),
+            ));
+        };
+        let (true, Some(now)) = (entry.is_live(), entry.record.as_ref()) else {
             return Err(refuse(
                 RefusalKind::NotLive,
                 format!(
                     "pid {pid} no longer runs session {id}: its record is {} ({})",
-                    verdict.liveness,
-                    verdict.reason.as_deref().unwrap_or("not live")
+                    entry.verdict.liveness,
+                    entry.verdict.reason.as_deref().unwrap_or("not live")
                 ),
             ));
-        }
+        };
         if now.session_id != before.session_id {
             return Err(refuse(
                 RefusalKind::NotLive,
@@ -100,90 +104,13 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 ),
             ));
         }
-        let addressability = self.addressability(&now, reader.uid);
-        if let Addressability::NotAddressable(why) = &addressability {
+        if let Addressability::NotAddressable(why) = &entry.addressability {
             return Err(refuse(
                 RefusalKind::NotAddressable,
                 format!("session {id} is live but can no longer be messaged: {why}"),
             ));
         }
-        Ok(Session {
-            file: home.sessions_dir().join(format!("{pid}.json")),
-            pid: Some(pid),
-            record: Some(now),
-            verdict,
-            addressability,
-        })
-    }
-
-    /// Reads `pid`'s record once more (again if it is caught mid-rewrite), accepting only
-    /// a regular file owned by the registry directory's owner.
-    fn reread(&self, home: &ClaudeHome, pid: Pid, id: &str) -> Result<Record, Error> {
-        let dir = home.sessions_dir();
-        let file = dir.join(format!("{pid}.json"));
-        let gone = |why: String| {
-            refuse(
-                RefusalKind::NotLive,
-                format!("cannot confirm that pid {pid} still runs session {id}: {why}"),
-            )
-        };
-        let Some(status) = self
-            .fs()
-            .dir_status(&dir)
-            .map_err(|source| Error::Registry {
-                path: dir.clone(),
-                source,
-            })?
-        else {
-            return Err(gone(format!(
-                "the registry `{}` no longer exists",
-                dir.display()
-            )));
-        };
-        // Claude Code rewrites records in place: a torn one is read again.
-        let parsed = self
-            .until_whole(
-                || self.read_one(&file, pid, status.owner),
-                |parsed| parsed.as_ref().is_err_and(Rejection::is_torn),
-            )
-            .map_err(&gone)?;
-        parsed.map_err(|rejection| {
-            gone(format!(
-                "its record `{}` does not parse: {rejection}",
-                file.display()
-            ))
-        })
-    }
-
-    /// One read of a record file: `Err` for what cannot be a record, else the parse.
-    fn read_one(
-        &self,
-        file: &Path,
-        pid: Pid,
-        owner: u32,
-    ) -> Result<Result<Record, Rejection>, String> {
-        let read = self.fs().read_record(file).map_err(|err| {
-            if err.kind() == io::ErrorKind::NotFound {
-                format!("its record `{}` is gone", file.display())
-            } else {
-                format!("cannot read its record `{}`: {err}", file.display())
-            }
-        })?;
-        if read.kind != FileKind::Regular {
-            return Err(format!(
-                "`{}` is now a {}, not a regular file",
-                file.display(),
-                read.kind.as_str()
-            ));
-        }
-        if read.owner != owner {
-            return Err(format!(
-                "`{}` now belongs to uid {}, not to the registry's owner (uid {owner})",
-                file.display(),
-                read.owner
-            ));
-        }
-        Ok(Record::parse(pid, &read.bytes))
+        Ok(entry)
     }
 }
 

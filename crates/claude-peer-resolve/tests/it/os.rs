@@ -459,3 +459,29 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
     thread.join().unwrap();
     zombie.wait().unwrap();
 }
+
+#[test]
+fn a_record_grown_past_the_limit_before_the_hand_over_is_not_live_as_too_large() {
+    let home = Home::new();
+    let child = Sleeper::spawn();
+    let socket_dir = tempfile::tempdir().unwrap();
+    let socket = socket_dir.path().join("s.sock");
+    let _listener = UnixListener::bind(&socket).unwrap();
+    let file = home.record(child.pid(), "growing", None, Some(&socket));
+    let discovery = Discovery::os();
+    let resolved = discovery
+        .resolve_live_session(&home.home, "growing")
+        .unwrap();
+    // Still valid JSON naming the same session, but over Claude Code's 262,144 bytes.
+    let mut body: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+    body["padding"] = "x".repeat(300_000).into();
+    fs::write(&file, body.to_string()).unwrap();
+    let refusal = discovery.confirm(&home.home, &resolved).unwrap_err();
+    let refusal = refusal.refusal().unwrap();
+    assert_eq!(refusal.kind, RefusalKind::NotLive);
+    assert!(
+        refusal.message.contains("larger than 262144 bytes"),
+        "{}",
+        refusal.message
+    );
+}
