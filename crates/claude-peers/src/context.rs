@@ -7,7 +7,7 @@ use std::time::Duration;
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_registry::ClaudeHome;
 use claude_peer_relay::ClaudeRelay;
-use claude_peer_resolve::{Discovery, Refusal, RefusalKind, Scan, Scope, Session};
+use claude_peer_resolve::{Discovery, RefusalKind, Scan, Scope, Session};
 
 use crate::error::Failure;
 use crate::output::Output;
@@ -48,9 +48,16 @@ pub(crate) fn scan(
     Ok(scan)
 }
 
-/// The session `show` means by `target`: a session id (its live record over leftovers),
-/// else the name of exactly one live session.
-pub(crate) fn find_session<'a>(scan: &'a Scan, target: &str) -> Result<&'a Session, Failure> {
+/// The session `show` means by `target`: a session id (its live record over leftovers,
+/// which `show` displays too), else the name of exactly one live session, as
+/// [`Discovery::resolve_by_name`] finds it.
+pub(crate) fn find_session(
+    home: &ClaudeHome,
+    target: &str,
+    out: &Output,
+) -> Result<Session, Failure> {
+    let discovery = Discovery::os();
+    let scan = scan(&discovery, home, Scope::All, out)?;
     let by_id = |s: &&Session| s.record.as_ref().is_some_and(|r| r.session_id == target);
     // A session id names one conversation; prefer its live record over leftovers.
     let found = scan
@@ -60,42 +67,30 @@ pub(crate) fn find_session<'a>(scan: &'a Scan, target: &str) -> Result<&'a Sessi
         .find(|s| s.is_live())
         .or_else(|| scan.sessions.iter().find(by_id));
     if let Some(session) = found {
-        return Ok(session);
+        return Ok(session.clone());
     }
-    let named: Vec<&Session> = scan
-        .sessions
-        .iter()
-        .filter(|s| {
-            s.is_live() && s.record.as_ref().and_then(|r| r.name.as_deref()) == Some(target)
-        })
-        .collect();
-    match named.as_slice() {
-        [one] => Ok(*one),
-        [] => Err(Failure::error(
+    let not_found = || {
+        Failure::error(
             "not_found",
             format!("no record has session id `{target}` and no live session is named `{target}`"),
-        )),
-        several => {
-            let holders: Vec<String> = several
-                .iter()
-                .map(|s| {
-                    format!(
-                        "pid {} (session {})",
-                        s.pid.map_or(0, claude_peer_registry::Pid::get),
-                        s.record.as_ref().map_or("?", |r| r.session_id.as_str())
-                    )
-                })
-                .collect();
-            let refusal = Refusal {
-                kind: RefusalKind::IdentityMismatch,
-                message: format!(
-                    "{} live sessions are named `{target}`: {}",
-                    several.len(),
-                    holders.join(", ")
-                ),
-            };
-            Err(claude_peer_resolve::Error::Refused(refusal).into())
-        }
+        )
+    };
+    let err = match discovery.resolve_by_name(home, target) {
+        Ok(session) => return Ok(session),
+        Err(err) => err,
+    };
+    match err.refusal().map(|r| r.kind) {
+        Some(RefusalKind::NotLive) => Err(not_found()),
+        // The one live session of that name cannot be messaged: `show` still shows it,
+        // and why.
+        Some(RefusalKind::NotAddressable) => scan
+            .sessions
+            .into_iter()
+            .find(|s| {
+                s.is_live() && s.record.as_ref().and_then(|r| r.name.as_deref()) == Some(target)
+            })
+            .ok_or_else(not_found),
+        _ => Err(err.into()),
     }
 }
 

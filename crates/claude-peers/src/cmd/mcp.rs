@@ -155,9 +155,8 @@ impl Peers {
     async fn show_session(&self, Parameters(args): Parameters<ShowArgs>) -> CallToolResult {
         let home = self.config.home.clone();
         blocking(move || {
-            let scan = scan(&Discovery::os(), &home, Scope::All, &diagnostics())?;
-            let session = find_session(&scan, &args.session)?;
-            to_json(&SessionDetailJson::new(session))
+            let session = find_session(&home, &args.session, &diagnostics())?;
+            to_json(&SessionDetailJson::new(&session))
         })
         .await
     }

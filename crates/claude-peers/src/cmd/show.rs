@@ -1,20 +1,19 @@
 //! `show`: one session in full, by session id or by the name of one live session.
 
 use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::{Discovery, Scope, Session};
+use claude_peer_resolve::Session;
 
-use crate::context::{find_session, scan};
+use crate::context::find_session;
 use crate::error::{Exit, Failure};
 use crate::output::Output;
 use crate::view::{SessionDetailJson, now_ms, status_text, table};
 
 pub(crate) fn run(home: &ClaudeHome, target: &str, out: &Output) -> Result<Exit, Failure> {
-    let scan = scan(&Discovery::os(), home, Scope::All, out)?;
-    let session = find_session(&scan, target)?;
+    let session = find_session(home, target, out)?;
     if out.json {
-        out.json(&SessionDetailJson::new(session))?;
+        out.json(&SessionDetailJson::new(&session))?;
     } else {
-        out.text(&human_show(session))?;
+        out.text(&human_show(&session))?;
     }
     Ok(Exit::Success)
 }
