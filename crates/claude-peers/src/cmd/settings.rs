@@ -5,7 +5,9 @@ use std::io;
 use std::path::Path;
 
 use claude_peer_registry::ClaudeHome;
-use claude_peer_settings::{InboundPolicy, Revision, SettingsStore, Snapshot, effective_policy};
+use claude_peer_settings::{
+    InboundPolicy, LayerState, Revision, SettingsStore, Snapshot, effective_policy,
+};
 use serde::Serialize;
 
 use crate::cli::{Policy, SettingsAction};
@@ -95,7 +97,6 @@ fn print_snapshot(snapshot: &Snapshot, out: &Output) -> io::Result<()> {
 }
 
 fn human_effective(report: &claude_peer_settings::EffectivePolicy) -> String {
-    let value = serde_json::to_value(report).unwrap_or_default();
     let decided = report
         .decided_by
         .map_or("no layer sets it", claude_peer_settings::Layer::as_str);
@@ -103,23 +104,24 @@ fn human_effective(report: &claude_peer_settings::EffectivePolicy) -> String {
         "effective crossSessionInbound: {} (decided by: {decided})\n",
         report.value.as_str()
     );
-    let rows: Vec<Vec<String>> = value["layers"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let rows: Vec<Vec<String>> = report
+        .layers
+        .iter()
         .map(|layer| {
-            let field = |k: &str| layer[k].as_str().map(str::to_owned).unwrap_or_default();
-            let held = match field("state").as_str() {
-                "set" => field("value"),
-                "invalid" => format!(
-                    "invalid {} (counts as {})",
-                    field("raw"),
-                    field("counts_as")
-                ),
-                "error" => field("message"),
-                other => other.to_owned(),
+            let held = match &layer.state {
+                LayerState::Missing => "missing".to_owned(),
+                LayerState::Unset => "unset".to_owned(),
+                LayerState::Set { value } => value.as_str().to_owned(),
+                LayerState::Invalid { raw, counts_as } => {
+                    format!("invalid {raw} (counts as {})", counts_as.as_str())
+                }
+                LayerState::Error { message, .. } => message.clone(),
             };
-            vec![field("layer"), held, field("path")]
+            vec![
+                layer.layer.as_str().to_owned(),
+                held,
+                layer.path.display().to_string(),
+            ]
         })
         .collect();
     text.push_str(&table(
