@@ -41,27 +41,7 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
         Command::Resolve { session_id } => cmd::resolve::run(&home, &session_id, out),
         Command::Settings { action } => cmd::settings::run(&home, action, out),
         Command::Watch { poll } => cmd::watch::run(&home, poll, out),
-        Command::Send {
-            session_id,
-            message,
-            from,
-            claude,
-            timeout,
-            managed_settings,
-            relay,
-        } => cmd::send::run(
-            &home,
-            &session_id,
-            cmd::send::How {
-                message,
-                from,
-                claude,
-                timeout,
-                managed_settings,
-                relay,
-            },
-            out,
-        ),
+        Command::Send(args) => cmd::send::run(&home, args, out),
         Command::Mailbox {
             from,
             claude,

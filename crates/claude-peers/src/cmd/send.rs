@@ -1,36 +1,19 @@
 //! `send`: one message to one live session, through Claude Code's own `SendMessage`
 //! or the user's relay program.
 
-use std::ffi::OsString;
 use std::io::{self, Read};
-use std::path::PathBuf;
-use std::time::Duration;
 
 use claude_peer_registry::ClaudeHome;
 use claude_peer_relay::{CommandRelay, Courier, Delivered, Inbound, MAX_MESSAGE_BYTES, Outcome};
 
+use crate::cli::SendArgs;
 use crate::context::claude_relay;
 use crate::error::{Exit, Failure};
 use crate::output::Output;
 use crate::view::DeliveredJson;
 
-/// How to send, from the command line.
-#[derive(Debug)]
-pub(crate) struct How {
-    pub(crate) message: Option<String>,
-    pub(crate) from: String,
-    pub(crate) claude: Option<PathBuf>,
-    pub(crate) timeout: Duration,
-    pub(crate) managed_settings: PathBuf,
-    pub(crate) relay: Vec<OsString>,
-}
-
-pub(crate) fn run(
-    home: &ClaudeHome,
-    session_id: &str,
-    how: How,
-    out: &Output,
-) -> Result<Exit, Failure> {
+pub(crate) fn run(home: &ClaudeHome, how: SendArgs, out: &Output) -> Result<Exit, Failure> {
+    let session_id = how.session_id.as_str();
     let courier = Courier::os().with_managed_settings(&how.managed_settings);
     let mut relay = how.relay.into_iter();
     let (delivered, via) = if let Some(program) = relay.next() {
