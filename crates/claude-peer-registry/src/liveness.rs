@@ -10,8 +10,7 @@ use crate::{Record, Rejection};
 pub const PREVIOUS_OWNER_GRACE: Duration = Duration::from_secs(2);
 
 /// The verdict on one registry entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Liveness {
     /// The session's own process runs now.
     Live,
@@ -42,6 +41,13 @@ impl Liveness {
             Self::Invalid => "invalid",
             Self::Unreadable => "unreadable",
         }
+    }
+}
+
+/// The wire name is [`Liveness::as_str`]: one spelling list.
+impl Serialize for Liveness {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

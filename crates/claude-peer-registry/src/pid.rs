@@ -49,3 +49,16 @@ impl serde::Serialize for Pid {
         serializer.serialize_u32(self.0)
     }
 }
+
+impl<'de> serde::Deserialize<'de> for Pid {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = u32::deserialize(deserializer)?;
+        Self::new(raw).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "pid {raw} is outside {}..={}",
+                Self::MIN,
+                Self::MAX
+            ))
+        })
+    }
+}

@@ -1,4 +1,4 @@
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{Pid, Rejection};
@@ -11,8 +11,9 @@ pub const MAX_RECORD_BYTES: usize = 262_144;
 /// Every field but `pid` and `session_id` is optional. A field of the wrong type is
 /// dropped on its own; unknown fields are kept in [`Record::extra`], so nothing Claude
 /// Code writes makes a record disappear. Serializing a record gives back Claude Code's
-/// own JSON shape (camelCase), so `parse(serialize(r)) == r`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// own JSON shape (camelCase), so `parse(serialize(r)) == r`. The fields below are the
+/// one list of wire names: `parse` deserializes them, each optional one leniently.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Record {
     /// The pid from the file name; readers trust the name, not the body.
@@ -20,100 +21,228 @@ pub struct Record {
     /// The conversation's id; changes on `/clear` and resume.
     pub session_id: String,
     /// Working directory.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub cwd: Option<String>,
     /// Start of the process, epoch milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "epoch_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub started_at: Option<u64>,
     /// Linux start token: field 22 of `/proc/<pid>/stat`, decimal text, compared exactly.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub proc_start: Option<String>,
     /// Windows start token; when present it is used instead of `proc_start`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub proc_start_ft: Option<String>,
     /// `linux:<machine-id>:<pid namespace>`: where the pid means something.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub pid_domain: Option<String>,
     /// Claude Code version that wrote the record.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub version: Option<String>,
     /// Peer protocol version (1).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub peer_protocol: Option<u64>,
     /// Peer features, e.g. `notify_idle`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_elements",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub peer_features: Option<Vec<String>>,
     /// Process kind.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub kind: Option<Kind>,
     /// How the session was started: `cli`, `sdk-ts`, `claude-vscode`, ….
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub entrypoint: Option<String>,
     /// The peer-messaging socket; absent means the session cannot be messaged.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub messaging_socket_path: Option<String>,
     /// The cross-session address.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub name: Option<String>,
     /// Where the name came from; `derived` names are never deduplicated.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub name_source: Option<NameSource>,
     /// When the current name was taken, epoch milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "epoch_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub name_since: Option<u64>,
     /// Rename history, newest last (Claude Code keeps at most 3).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_elements",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub former_names: Option<Vec<FormerName>>,
     /// What the session is doing, as Claude Code spelled it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub status: Option<VendorStatus>,
     /// With `waiting`: what it waits for, e.g. `permission prompt`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub waiting_for: Option<String>,
     /// Last update of the record, epoch milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "epoch_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub updated_at: Option<u64>,
     /// Last status change, epoch milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "epoch_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub status_updated_at: Option<u64>,
     /// tmux pane, `<session>:@<window>.%<pane>`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tmux: Option<String>,
     /// Extra activity field, only sometimes present.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub state: Option<String>,
     /// Extra activity field, only sometimes present.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub detail: Option<String>,
     /// Extra activity field, only sometimes present.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tempo: Option<String>,
     /// Extra activity field, only sometimes present.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub needs: Option<String>,
     /// A pre-warmed spare process, not a user session (only `true` counts).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        deserialize_with = "only_true",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub spare: bool,
     /// Set while the session is parked as a background job: not a messaging peer.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub parked_job_id: Option<Value>,
     /// Informational.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub job_id: Option<Value>,
     /// Informational.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub bridge_session_id: Option<Value>,
     /// Informational.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub host_session_id: Option<Value>,
     /// Informational.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub log_path: Option<Value>,
     /// Informational.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub agent: Option<Value>,
     /// Informational.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub asks_for_converted_skills: Option<Value>,
     /// Fields this version does not know, kept as written.
     #[serde(flatten)]
@@ -121,16 +250,24 @@ pub struct Record {
 }
 
 /// One earlier name of a session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FormerName {
     /// The name it had.
     pub name: String,
     /// When it stopped having it, epoch milliseconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "epoch_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub until: Option<u64>,
     /// The session id it had then.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub session_id: Option<String>,
 }
 
@@ -168,6 +305,12 @@ macro_rules! open_enum {
         impl Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                String::deserialize(deserializer).map(|raw| Self::from_wire(&raw))
             }
         }
     };
@@ -220,8 +363,7 @@ open_enum! {
 }
 
 /// What a session is doing, from a messenger's point of view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Activity {
     /// Working on a turn (or a background shell task).
     Busy,
@@ -240,6 +382,13 @@ impl Activity {
             Self::Idle => "idle",
             Self::Waiting => "waiting",
         }
+    }
+}
+
+/// The wire name is [`Activity::as_str`]: one spelling list.
+impl Serialize for Activity {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -285,9 +434,9 @@ impl Record {
                 found: json_type(&value),
             });
         };
-        let session_id = match fields.remove("sessionId") {
+        match fields.get("sessionId") {
             None | Some(Value::Null) => return Err(Rejection::MissingSessionId),
-            Some(Value::String(id)) if !id.is_empty() => id,
+            Some(Value::String(id)) if !id.is_empty() => {}
             Some(Value::String(_)) => {
                 return Err(Rejection::InvalidSessionId {
                     found: "an empty string",
@@ -295,54 +444,17 @@ impl Record {
             }
             Some(other) => {
                 return Err(Rejection::InvalidSessionId {
-                    found: json_type(&other),
+                    found: json_type(other),
                 });
             }
-        };
-        if let Some(body_pid) = fields.remove("pid") {
-            check_body_pid(pid, &body_pid)?;
         }
-        let mut take = |key: &str| fields.remove(key);
-        Ok(Self {
-            pid,
-            session_id,
-            cwd: take("cwd").and_then(string),
-            started_at: take("startedAt").and_then(epoch_ms),
-            proc_start: take("procStart").and_then(string),
-            proc_start_ft: take("procStartFt").and_then(string),
-            pid_domain: take("pidDomain").and_then(string),
-            version: take("version").and_then(string),
-            peer_protocol: take("peerProtocol").and_then(|v| v.as_u64()),
-            peer_features: take("peerFeatures").and_then(|v| array_of(v, string)),
-            kind: take("kind").and_then(string).map(|s| Kind::from_wire(&s)),
-            entrypoint: take("entrypoint").and_then(string),
-            messaging_socket_path: take("messagingSocketPath").and_then(string),
-            name: take("name").and_then(string),
-            name_source: take("nameSource")
-                .and_then(string)
-                .map(|s| NameSource::from_wire(&s)),
-            name_since: take("nameSince").and_then(epoch_ms),
-            former_names: take("formerNames").and_then(|v| array_of(v, former_name)),
-            status: take("status")
-                .and_then(string)
-                .map(|s| VendorStatus::from_wire(&s)),
-            waiting_for: take("waitingFor").and_then(string),
-            updated_at: take("updatedAt").and_then(epoch_ms),
-            status_updated_at: take("statusUpdatedAt").and_then(epoch_ms),
-            tmux: take("tmux").and_then(string),
-            state: take("state").and_then(string),
-            detail: take("detail").and_then(string),
-            tempo: take("tempo").and_then(string),
-            needs: take("needs").and_then(string),
-            spare: take("spare") == Some(Value::Bool(true)),
-            parked_job_id: take("parkedJobId").and_then(non_null),
-            job_id: take("jobId").and_then(non_null),
-            bridge_session_id: take("bridgeSessionId").and_then(non_null),
-            host_session_id: take("hostSessionId").and_then(non_null),
-            log_path: take("logPath").and_then(non_null),
-            agent: take("agent").and_then(non_null),
-            asks_for_converted_skills: take("asksForConvertedSkills").and_then(non_null),
-            extra: fields,
+        if let Some(body_pid) = fields.get("pid") {
+            check_body_pid(pid, body_pid)?;
+        }
+        // Readers trust the file name, not the body.
+        fields.insert("pid".to_owned(), pid.get().into());
+        Self::deserialize(Value::Object(fields)).map_err(|err| Rejection::MalformedJson {
+            detail: err.to_string(),
         })
     }
 
@@ -401,52 +513,50 @@ fn check_body_pid(pid: Pid, body: &Value) -> Result<(), Rejection> {
     }
 }
 
-fn string(value: Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s),
-        _ => None,
-    }
+/// An optional field of the wrong type is dropped on its own, as if absent.
+fn lenient<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    let value = Value::deserialize(deserializer)?;
+    Ok(Option::<T>::deserialize(value).ok().flatten())
 }
 
-fn non_null(value: Value) -> Option<Value> {
-    (!value.is_null()).then_some(value)
+/// An array whose well-formed elements are kept; anything else drops the field.
+fn lenient_elements<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    deserializer: D,
+) -> Result<Option<Vec<T>>, D::Error> {
+    Ok(match Value::deserialize(deserializer)? {
+        Value::Array(items) => Some(
+            items
+                .into_iter()
+                .filter_map(|item| T::deserialize(item).ok())
+                .collect(),
+        ),
+        _ => None,
+    })
+}
+
+/// Only `true` counts; anything else is `false`.
+fn only_true<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    Ok(Value::deserialize(deserializer)? == Value::Bool(true))
 }
 
 /// Epoch milliseconds: a non-negative integer (an integral float is accepted too,
-/// since JavaScript writers do not distinguish them).
+/// since JavaScript writers do not distinguish them); anything else drops the field.
 #[allow(
     clippy::cast_sign_loss,
     reason = "the filter keeps only integral values in 0..2^53"
 )]
-fn epoch_ms(value: Value) -> Option<u64> {
-    let Value::Number(number) = value else {
-        return None;
+fn epoch_ms<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    let Value::Number(number) = Value::deserialize(deserializer)? else {
+        return Ok(None);
     };
-    number.as_u64().or_else(|| {
+    Ok(number.as_u64().or_else(|| {
         number
             .as_f64()
             .filter(|f| f.fract() == 0.0 && (0.0..9_007_199_254_740_992.0).contains(f))
             .map(|f| f as u64)
-    })
-}
-
-/// An array whose well-formed elements are kept; anything else drops the field.
-fn array_of<T>(value: Value, element: fn(Value) -> Option<T>) -> Option<Vec<T>> {
-    match value {
-        Value::Array(items) => Some(items.into_iter().filter_map(element).collect()),
-        _ => None,
-    }
-}
-
-fn former_name(value: Value) -> Option<FormerName> {
-    let Value::Object(mut fields) = value else {
-        return None;
-    };
-    Some(FormerName {
-        name: fields.remove("name").and_then(string)?,
-        until: fields.remove("until").and_then(epoch_ms),
-        session_id: fields.remove("sessionId").and_then(string),
-    })
+    }))
 }
 
 const fn json_type(value: &Value) -> &'static str {

@@ -15,8 +15,7 @@ pub const MANAGED_SETTINGS_PATH: &str = "/etc/claude-code/managed-settings.json"
 pub(crate) const SETTINGS_FLAG_NOTE: &str = "a --settings flag on the running Claude Code process sets this too, ranking below managed settings and above user settings, and cannot be seen from files";
 
 /// A settings layer, in Claude Code's order of precedence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layer {
     /// `/etc/claude-code/managed-settings.json`.
     Managed,
@@ -41,12 +40,18 @@ impl Layer {
     }
 }
 
+/// The wire name is [`Layer::as_str`]: one spelling list.
+impl Serialize for Layer {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 /// The effective value. `Default` is Claude Code's own choice from the permission modes of
 /// sender and receiver (accept or hold), never plain `accept`. Ordered by strictness (for the
 /// rule that project layers can only make it stricter): the default ranks above accept and
 /// below hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum EffectiveValue {
     /// Delivered automatically.
     Accept,
@@ -68,6 +73,13 @@ impl EffectiveValue {
             EffectiveValue::Hold => "hold",
             EffectiveValue::Refuse => "refuse",
         }
+    }
+}
+
+/// The wire name is [`EffectiveValue::as_str`]: one spelling list.
+impl Serialize for EffectiveValue {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

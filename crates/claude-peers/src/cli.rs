@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use claude_peer_settings::MANAGED_SETTINGS_PATH;
 
 const AFTER_HELP: &str = "\
@@ -71,28 +71,7 @@ pub(crate) enum Command {
     /// held. After --, a relay program of yours sends it instead: it gets the target in
     /// CLAUDE_PEERS_TARGET_{SESSION_ID,NAME,PID,SOCKET,CWD}, the message on stdin, and
     /// confirms by exiting 0 after printing {"sent":true}.
-    Send {
-        /// The session id
-        session_id: String,
-        /// The message [default: read from stdin]
-        #[arg(long, value_name = "TEXT")]
-        message: Option<String>,
-        /// The sender's name, which the receiver sees
-        #[arg(long, value_name = "NAME", default_value = claude_peer_relay::DEFAULT_SENDER_NAME)]
-        from: String,
-        /// The Claude Code that sends [default: claude on PATH]
-        #[arg(long, value_name = "PATH", conflicts_with = "relay")]
-        claude: Option<PathBuf>,
-        /// Seconds to wait for the send (and its receipt) before killing the sender
-        #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds)]
-        timeout: Duration,
-        /// Managed settings file
-        #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
-        managed_settings: PathBuf,
-        /// A relay program and its arguments, passed as given (no shell)
-        #[arg(last = true, value_name = "PROGRAM [ARGS]")]
-        relay: Vec<OsString>,
-    },
+    Send(SendArgs),
     /// Keep one Claude Code sender running: send many messages, hear every later outcome
     ///
     /// Requests on stdin, one JSON line each:
@@ -188,4 +167,29 @@ fn seconds(text: &str) -> Result<Duration, String> {
         .filter(|s| s.is_finite() && *s > 0.0)
         .and_then(|s| Duration::try_from_secs_f64(s).ok())
         .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
+}
+
+// `send`'s arguments, handed to the subcommand whole (its help is the variant's).
+#[derive(Debug, Args)]
+pub(crate) struct SendArgs {
+    /// The session id
+    pub(crate) session_id: String,
+    /// The message [default: read from stdin]
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) message: Option<String>,
+    /// The sender's name, which the receiver sees
+    #[arg(long, value_name = "NAME", default_value = claude_peer_relay::DEFAULT_SENDER_NAME)]
+    pub(crate) from: String,
+    /// The Claude Code that sends [default: claude on PATH]
+    #[arg(long, value_name = "PATH", conflicts_with = "relay")]
+    pub(crate) claude: Option<PathBuf>,
+    /// Seconds to wait for the send (and its receipt) before killing the sender
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds)]
+    pub(crate) timeout: Duration,
+    /// Managed settings file
+    #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
+    pub(crate) managed_settings: PathBuf,
+    /// A relay program and its arguments, passed as given (no shell)
+    #[arg(last = true, value_name = "PROGRAM [ARGS]")]
+    pub(crate) relay: Vec<OsString>,
 }

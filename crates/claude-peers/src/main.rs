@@ -2,24 +2,21 @@
 #![forbid(unsafe_code)]
 
 mod cli;
-mod commands;
-mod mailbox;
-mod mcp;
+mod cmd;
+mod context;
+mod error;
 mod output;
-mod send;
 mod view;
-mod watch;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, Command};
+use crate::context::HOOK;
+use crate::error::{Exit, Failure};
 use crate::output::Output;
-
-/// The first argument that runs the Claude sender's hooks (see `send`).
-pub(crate) const HOOK: &str = "hook";
 
 fn main() -> ExitCode {
     // Claude Code runs the sender's hooks as `claude-peers hook …`: a protocol of their
@@ -30,8 +27,36 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let out = Output::new(cli.json);
-    match commands::run(cli, &out) {
+    match run(cli, &out) {
         Ok(code) => code.into(),
         Err(failure) => out.fail(&failure),
+    }
+}
+
+fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
+    let home = context::home(cli.home)?;
+    match cli.command {
+        Command::List { all } => cmd::list::run(&home, all, out),
+        Command::Show { target } => cmd::show::run(&home, &target, out),
+        Command::Resolve { session_id } => cmd::resolve::run(&home, &session_id, out),
+        Command::Settings { action } => cmd::settings::run(&home, action, out),
+        Command::Watch { poll } => cmd::watch::run(&home, poll, out),
+        Command::Send(args) => cmd::send::run(&home, args, out),
+        Command::Mailbox {
+            from,
+            claude,
+            timeout,
+            managed_settings,
+        } => context::claude_relay(claude, from, timeout)
+            .and_then(|relay| cmd::mailbox::run(&home, &relay, managed_settings)),
+        Command::Mcp {
+            claude,
+            managed_settings,
+        } => cmd::mcp::run(cmd::mcp::Config {
+            home,
+            claude,
+            managed_settings,
+        }),
+        Command::Completions { shell } => cmd::completions::run(shell),
     }
 }

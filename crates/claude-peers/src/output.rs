@@ -1,109 +1,12 @@
-//! Where output goes: JSON or human text on stdout, diagnostics on stderr, and the
-//! exit codes every failure maps to.
+//! Where output goes: JSON or human text on stdout, diagnostics on stderr.
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use serde::Serialize;
 
+use crate::error::Failure;
 use crate::view::Style;
-
-/// The documented exit codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Exit {
-    Success = 0,
-    Error = 1,
-    Refusal = 3,
-    Conflict = 4,
-}
-
-impl From<Exit> for ExitCode {
-    fn from(exit: Exit) -> Self {
-        Self::from(exit as u8)
-    }
-}
-
-/// A command that did not succeed: how to exit and what to say.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    pub(crate) exit: Exit,
-    /// The JSON key naming the failure: `error` or `refusal`.
-    pub(crate) key: &'static str,
-    /// Its stable machine name.
-    pub(crate) name: &'static str,
-    pub(crate) message: String,
-}
-
-impl Failure {
-    pub(crate) fn error(name: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            exit: Exit::Error,
-            key: "error",
-            name,
-            message: message.into(),
-        }
-    }
-}
-
-impl Failure {
-    /// Its JSON shape, `{"refusal"|"error": name, "message": …}`; written by hand to keep
-    /// the documented key order: the name first, then the message.
-    pub(crate) fn json(&self) -> String {
-        format!(
-            "{{{}:{},\"message\":{}}}",
-            serde_json::Value::from(self.key),
-            serde_json::Value::from(self.name),
-            serde_json::Value::from(self.message.as_str())
-        )
-    }
-}
-
-impl From<claude_peer_resolve::Error> for Failure {
-    fn from(err: claude_peer_resolve::Error) -> Self {
-        match err.refusal() {
-            Some(refusal) => Self {
-                exit: Exit::Refusal,
-                key: "refusal",
-                name: refusal.kind.as_str(),
-                message: refusal.message.clone(),
-            },
-            None => Self::error("registry_unreadable", err.to_string()),
-        }
-    }
-}
-
-impl From<claude_peer_relay::Error> for Failure {
-    fn from(err: claude_peer_relay::Error) -> Self {
-        match err {
-            claude_peer_relay::Error::Discovery(err) => err.into(),
-            err => match err.refusal() {
-                Some(refusal) => Self {
-                    exit: Exit::Refusal,
-                    key: "refusal",
-                    name: refusal.kind.as_str(),
-                    message: refusal.message.clone(),
-                },
-                None => Self::error(err.as_str(), err.to_string()),
-            },
-        }
-    }
-}
-
-impl From<claude_peer_settings::Error> for Failure {
-    fn from(err: claude_peer_settings::Error) -> Self {
-        let exit = if matches!(err, claude_peer_settings::Error::Conflict { .. }) {
-            Exit::Conflict
-        } else {
-            Exit::Error
-        };
-        Self {
-            exit,
-            key: "error",
-            name: err.as_str(),
-            message: err.to_string(),
-        }
-    }
-}
 
 /// The output channel of one invocation.
 #[derive(Debug)]
@@ -159,6 +62,9 @@ impl Output {
 
     /// Reports a failure: its JSON shape on stdout with `--json`, a sentence on stderr always.
     pub(crate) fn fail(&self, failure: &Failure) -> ExitCode {
+        if failure.is_silent() {
+            return failure.exit.into();
+        }
         if self.json {
             let _ = self.text(&format!("{}\n", failure.json()));
         }

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use claude_peer_registry::Record;
+use claude_peer_relay::{Delivered, Outcome};
 use claude_peer_resolve::Session;
 use serde::Serialize;
 use serde_json::Value;
@@ -257,5 +258,29 @@ impl Columns {
         }
         out.push('\n');
         out
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct DeliveredJson<'a> {
+    delivered: bool,
+    session: SessionJson<'a>,
+    inbound: &'static str,
+    via: &'static str,
+    receipt: Option<&'static str>,
+    msg_id: Option<&'a str>,
+}
+
+impl<'a> DeliveredJson<'a> {
+    /// `via` is `claude` or `program`.
+    pub(crate) fn new(delivered: &'a Delivered, via: &'static str) -> Self {
+        Self {
+            delivered: true,
+            session: SessionJson::new(&delivered.session),
+            inbound: delivered.inbound.as_str(),
+            via,
+            receipt: delivered.receipt.map(Outcome::as_str),
+            msg_id: delivered.msg_id.as_deref(),
+        }
     }
 }

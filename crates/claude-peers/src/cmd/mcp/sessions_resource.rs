@@ -16,8 +16,8 @@ use rmcp::model::{
 use rmcp::{ErrorData, Peer, RoleServer};
 use tokio::sync::mpsc;
 
-use crate::commands::scan;
-use crate::output::Failure;
+use crate::context::scan;
+use crate::error::Failure;
 use crate::view::SessionJson;
 
 /// The resource's one URI.
@@ -122,16 +122,12 @@ type OsWatcher = Watcher<OsProcessTable, OsRegistryFs, OsNotifier>;
 /// A watch of `home` with the sessions live now taken: only what changes from here on
 /// is announced.
 fn start_watch(home: ClaudeHome) -> Result<OsWatcher, Failure> {
-    let mut watcher = Watcher::os(home).map_err(crate::watch::failure)?;
+    let mut watcher = Watcher::os(home)?;
     let diagnostics = super::diagnostics();
     for warning in watcher.warnings() {
         diagnostics.warn(&warning.to_string());
     }
-    while watcher
-        .next_event(Duration::ZERO)
-        .map_err(crate::watch::failure)?
-        .is_some()
-    {}
+    while watcher.next_event(Duration::ZERO)?.is_some() {}
     Ok(watcher)
 }
 

@@ -13,8 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use crate::commands::Fail;
-use crate::output::{Exit, Failure};
+use crate::error::{Exit, Failure};
 use crate::view::SessionJson;
 
 /// The longest request line read: a 64 KiB message, JSON-escaped, with room.
@@ -46,7 +45,7 @@ pub(crate) fn run(
     home: &ClaudeHome,
     relay: &claude_peer_relay::ClaudeRelay,
     managed_settings: PathBuf,
-) -> Result<Exit, Fail> {
+) -> Result<Exit, Failure> {
     let courier = Courier::os().with_managed_settings(managed_settings);
     let mut mailbox = Mailbox::with_courier(courier, home.clone(), relay)
         .map_err(|err| Failure::error("sender_failed", err.to_string()))?;

@@ -35,10 +35,10 @@ use rmcp::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::commands::{find_session, scan};
-use crate::output::{Exit, Failure, Output};
-use crate::send::{DeliveredJson, claude_relay};
-use crate::view::{SessionDetailJson, SessionJson};
+use crate::context::{claude_relay, find_session, scan};
+use crate::error::{Exit, Failure};
+use crate::output::Output;
+use crate::view::{DeliveredJson, SessionDetailJson, SessionJson};
 
 /// How rmcp begins the message of arguments that do not deserialize.
 const BAD_ARGUMENTS: &str = "failed to deserialize parameters:";
@@ -155,9 +155,8 @@ impl Peers {
     async fn show_session(&self, Parameters(args): Parameters<ShowArgs>) -> CallToolResult {
         let home = self.config.home.clone();
         blocking(move || {
-            let scan = scan(&Discovery::os(), &home, Scope::All, &diagnostics())?;
-            let session = find_session(&scan, &args.session)?;
-            to_json(&SessionDetailJson::new(session))
+            let session = find_session(&home, &args.session, &diagnostics())?;
+            to_json(&SessionDetailJson::new(&session))
         })
         .await
     }

@@ -13,8 +13,8 @@ use claude_peer_watch::{Event, Watcher};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde::Serialize;
 
-use crate::commands::Fail;
-use crate::output::{Exit, Failure, Output};
+use crate::error::{Exit, Failure};
+use crate::output::Output;
 use crate::view::{SessionJson, now_ms, status_text};
 
 #[derive(Debug, Serialize)]
@@ -23,30 +23,22 @@ struct EventJson<'a> {
     session: SessionJson<'a>,
 }
 
-pub(crate) fn run(home: &ClaudeHome, force_poll: bool, out: &Output) -> Result<Exit, Fail> {
+pub(crate) fn run(home: &ClaudeHome, force_poll: bool, out: &Output) -> Result<Exit, Failure> {
     let mut watcher = if force_poll {
         Watcher::os_polling(home.clone())
     } else {
         Watcher::os(home.clone())
-    }
-    .map_err(failure)?;
+    }?;
     for warning in watcher.warnings() {
         out.warn(&warning.to_string());
     }
     loop {
-        while let Some(event) = watcher.next_event(Duration::ZERO).map_err(failure)? {
+        while let Some(event) = watcher.next_event(Duration::ZERO)? {
             print(out, &event)?;
         }
         if stdout_closed_while_waiting(&watcher, watcher.wake_within())? {
             return Ok(Exit::Success);
         }
-    }
-}
-
-pub(crate) fn failure(err: claude_peer_watch::Error) -> Failure {
-    match err {
-        claude_peer_watch::Error::Scan(err) => err.into(),
-        err => Failure::error("watch_failed", err.to_string()),
     }
 }
 

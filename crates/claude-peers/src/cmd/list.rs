@@ -1,0 +1,186 @@
+//! `list`: the live sessions, or with `--all` every record and its verdict.
+
+use std::io::{self, Write};
+
+use claude_peer_probe::{OsProcessTable, OsRegistryFs};
+use claude_peer_registry::{ClaudeHome, Liveness};
+use claude_peer_resolve::{Discovery, Scope, Session};
+
+use crate::error::{Exit, Failure};
+use crate::output::Output;
+use crate::view::{Columns, SessionJson, now_ms, status_text};
+
+/// How many rows of a human `list` set its column widths: every row of any real
+/// listing, while `list --all` over a huge registry of leftovers still prints as it goes.
+const WIDTH_SAMPLE: usize = 1000;
+
+/// Prints the entries as they are judged: JSON element by element, or a table whose
+/// widths come from its first [`WIDTH_SAMPLE`] rows. Nothing else is held.
+pub(crate) fn run(home: &ClaudeHome, all: bool, out: &Output) -> Result<Exit, Failure> {
+    let scope = if all { Scope::All } else { Scope::Live };
+    // One scan and gone: pinning live processes would only cost a pidfd each.
+    let discovery = Discovery::new(OsProcessTable::with_pin_limit(0), OsRegistryFs);
+    let entries = discovery.entries(home, scope)?;
+    for warning in entries.warnings() {
+        out.warn(&warning.to_string());
+    }
+    let mut stdout = io::BufWriter::new(io::stdout().lock());
+    if out.json {
+        json_list(&mut stdout, entries)?;
+    } else {
+        human_list(&mut stdout, home, entries, all, out)?;
+    }
+    stdout.flush()?;
+    Ok(Exit::Success)
+}
+
+/// Writes `sessions` as one JSON array and a newline, element by element: the very
+/// bytes `serde_json` writes for the whole array collected.
+fn json_list(to: &mut impl Write, sessions: impl Iterator<Item = Session>) -> io::Result<()> {
+    to.write_all(b"[")?;
+    for (i, session) in sessions.enumerate() {
+        if i > 0 {
+            to.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *to, &SessionJson::new(&session))?;
+    }
+    to.write_all(b"]\n")
+}
+
+fn human_list(
+    to: &mut impl Write,
+    home: &ClaudeHome,
+    sessions: impl Iterator<Item = Session>,
+    all: bool,
+    out: &Output,
+) -> io::Result<()> {
+    let now = now_ms();
+    let mut header = vec!["NAME", "STATUS", "CWD", "PID", "TMUX", "MSG"];
+    if all {
+        header.extend(["VERDICT", "REASON"]);
+    }
+    let (mut records, mut live) = (0_usize, 0_usize);
+    let mut rows = sessions.map(|s| {
+        records += 1;
+        live += usize::from(s.verdict.liveness == Liveness::Live);
+        row(&s, all, now)
+    });
+    let sample: Vec<Vec<String>> = rows.by_ref().take(WIDTH_SAMPLE).collect();
+    if sample.is_empty() {
+        let dir = home.sessions_dir();
+        let sentence = if dir.exists() {
+            format!(
+                "No live Claude Code sessions (registry: {}).\n",
+                dir.display()
+            )
+        } else {
+            format!(
+                "No Claude Code sessions: {} does not exist.\n",
+                dir.display()
+            )
+        };
+        return to.write_all(sentence.as_bytes());
+    }
+    let columns = Columns::measure(&header, &sample, out.style);
+    to.write_all(columns.header(&header).as_bytes())?;
+    for row in &sample {
+        to.write_all(columns.row(row).as_bytes())?;
+    }
+    for row in rows {
+        to.write_all(columns.row(&row).as_bytes())?;
+    }
+    if all {
+        writeln!(to, "{records} records, {live} live.")
+    } else {
+        let plural = if live == 1 { "" } else { "s" };
+        writeln!(to, "{live} live session{plural}.")
+    }
+}
+
+/// One session's cells in `list`'s table.
+fn row(s: &Session, all: bool, now: u64) -> Vec<String> {
+    let record = s.record.as_ref();
+    let or_dash = |v: Option<&str>| v.unwrap_or("-").to_owned();
+    let mut row = vec![
+        record.and_then(|r| r.display_name()).map_or_else(
+            || {
+                s.file
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            },
+            str::to_owned,
+        ),
+        status_text(record, now),
+        or_dash(record.and_then(|r| r.cwd.as_deref())),
+        s.pid.map_or_else(|| "-".to_owned(), |p| p.to_string()),
+        or_dash(record.and_then(|r| r.tmux.as_deref())),
+        if s.addressability.is_addressable() {
+            "yes"
+        } else {
+            "no"
+        }
+        .to_owned(),
+    ];
+    if all {
+        row.push(s.verdict.liveness.as_str().to_owned());
+        row.push(or_dash(s.verdict.reason.as_deref()));
+    }
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use claude_peer_resolve::{Discovery, Scope};
+    use claude_peer_testkit::registry::{Children, Machine, Registry};
+
+    use super::json_list;
+    use crate::view::SessionJson;
+
+    #[test]
+    fn the_streamed_json_list_is_the_collected_array_byte_for_byte() {
+        let children = Children::spawn(3).unwrap();
+        let machine = Machine::learn();
+        let registry = Registry::generate(&machine, 40, &children).unwrap();
+        let dead = |i| format!("{}.json", machine.dead_pid(i));
+        // Every kind of entry: live, leftovers, a torn file, a rejected name, a FIFO.
+        fs::write(registry.sessions.join(dead(100)), "{\"sessionId\":").unwrap();
+        fs::write(registry.sessions.join("007.json"), "{}").unwrap();
+        fs::write(registry.sessions.join("x.json"), "{}").unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            registry.sessions.join(dead(101)),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let discovery = Discovery::os();
+        for scope in [Scope::All, Scope::Live] {
+            let scan = discovery.scan(&registry.home, scope).unwrap();
+            let collected: Vec<SessionJson<'_>> =
+                scan.sessions.iter().map(SessionJson::new).collect();
+            let mut expected = serde_json::to_vec(&collected).unwrap();
+            expected.push(b'\n');
+
+            let mut streamed = Vec::new();
+            json_list(
+                &mut streamed,
+                discovery.entries(&registry.home, scope).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(
+                String::from_utf8(streamed).unwrap(),
+                String::from_utf8(expected).unwrap(),
+                "{scope:?}: streaming must not change a byte"
+            );
+        }
+        let (mut empty, no_home) = (
+            Vec::new(),
+            claude_peer_registry::ClaudeHome::new("/nonexistent"),
+        );
+        json_list(&mut empty, discovery.entries(&no_home, Scope::All).unwrap()).unwrap();
+        assert_eq!(empty, b"[]\n", "no registry is the empty array");
+    }
+}

@@ -1,0 +1,137 @@
+//! `settings`: the user's `crossSessionInbound`, read, set, reset or explained.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+
+use claude_peer_registry::ClaudeHome;
+use claude_peer_settings::{
+    InboundPolicy, LayerState, Revision, SettingsStore, Snapshot, effective_policy,
+};
+use serde::Serialize;
+
+use crate::cli::{Policy, SettingsAction};
+use crate::error::{Exit, Failure};
+use crate::output::Output;
+use crate::view::table;
+
+#[derive(Debug, Serialize)]
+struct SettingsJson<'a> {
+    path: &'a Path,
+    revision: &'a str,
+    cross_session_inbound: Option<&'static str>,
+}
+
+pub(crate) fn run(
+    home: &ClaudeHome,
+    action: Option<SettingsAction>,
+    out: &Output,
+) -> Result<Exit, Failure> {
+    let store = SettingsStore::new(home.user_settings());
+    let expect = |rev: Option<String>| rev.map(|r| r.parse::<Revision>()).transpose();
+    let snapshot = match action {
+        None => store.read()?,
+        Some(SettingsAction::Set {
+            policy,
+            expect_revision,
+        }) => {
+            let policy = match policy {
+                Policy::Accept => InboundPolicy::Accept,
+                Policy::Hold => InboundPolicy::Hold,
+                Policy::Refuse => InboundPolicy::Refuse,
+            };
+            store.set_inbound(policy, expect(expect_revision)?.as_ref())?
+        }
+        Some(SettingsAction::Reset { expect_revision }) => {
+            store.reset_inbound(expect(expect_revision)?.as_ref())?
+        }
+        Some(SettingsAction::Effective {
+            cwd,
+            managed_settings,
+        }) => {
+            let cwd = match cwd {
+                Some(cwd) => cwd,
+                None => std::env::current_dir().map_err(|err| {
+                    Failure::error(
+                        "no_cwd",
+                        format!("cannot read the current directory: {err}"),
+                    )
+                })?,
+            };
+            let report = effective_policy(&home.user_settings(), &managed_settings, &cwd);
+            if out.json {
+                out.json(&report)?;
+            } else {
+                out.text(&human_effective(&report))?;
+            }
+            return Ok(Exit::Success);
+        }
+    };
+    print_snapshot(&snapshot, out)?;
+    Ok(Exit::Success)
+}
+
+fn print_snapshot(snapshot: &Snapshot, out: &Output) -> io::Result<()> {
+    let value = snapshot.inbound.map(InboundPolicy::as_str);
+    if out.json {
+        return out.json(&SettingsJson {
+            path: &snapshot.path,
+            revision: snapshot.revision.as_str(),
+            cross_session_inbound: value,
+        });
+    }
+    let what = value.map_or_else(
+        || "unset (Claude Code's default: it decides from the permission modes of sender and receiver; not accept)".to_owned(),
+        str::to_owned,
+    );
+    out.text(&format!(
+        "crossSessionInbound: {what}\nfile:     {}{}\nrevision: {}\n",
+        snapshot.path.display(),
+        if snapshot.exists {
+            ""
+        } else {
+            " (does not exist)"
+        },
+        snapshot.revision.as_str()
+    ))
+}
+
+fn human_effective(report: &claude_peer_settings::EffectivePolicy) -> String {
+    let decided = report
+        .decided_by
+        .map_or("no layer sets it", claude_peer_settings::Layer::as_str);
+    let mut text = format!(
+        "effective crossSessionInbound: {} (decided by: {decided})\n",
+        report.value.as_str()
+    );
+    let rows: Vec<Vec<String>> = report
+        .layers
+        .iter()
+        .map(|layer| {
+            let held = match &layer.state {
+                LayerState::Missing => "missing".to_owned(),
+                LayerState::Unset => "unset".to_owned(),
+                LayerState::Set { value } => value.as_str().to_owned(),
+                LayerState::Invalid { raw, counts_as } => {
+                    format!("invalid {raw} (counts as {})", counts_as.as_str())
+                }
+                LayerState::Error { message, .. } => message.clone(),
+            };
+            vec![
+                layer.layer.as_str().to_owned(),
+                held,
+                layer.path.display().to_string(),
+            ]
+        })
+        .collect();
+    text.push_str(&table(
+        &["LAYER", "HOLDS", "FILE"],
+        &rows,
+        crate::view::Style { color: false },
+    ));
+    if !report.complete {
+        text.push_str("warning: a layer could not be read, so the value may be wrong\n");
+    }
+    let _ = writeln!(text, "note: {}", report.note);
+    text
+}
