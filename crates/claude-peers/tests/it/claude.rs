@@ -36,19 +36,8 @@ fn an_accepted_message_reaches_the_receivers_claude_byte_identical_with_the_send
     let receiver = Receiver::start(Some("accept"), &[]);
     let runtime = tempfile::tempdir().unwrap();
     let message = awkward_message();
-    let claude = claude();
 
-    let (code, json, stderr) = receiver.send(
-        runtime.path(),
-        &[
-            "--claude",
-            claude.to_str().unwrap(),
-            "--from",
-            "build-bot",
-            "--message",
-            &message,
-        ],
-    );
+    let (code, json, stderr) = receiver.send(runtime.path(), &message, &["--from", "build-bot"]);
 
     assert_eq!(code, 0, "{json} {stderr}");
     assert_eq!(json["delivered"], true);
@@ -84,17 +73,8 @@ fn an_accepted_message_reaches_the_receivers_claude_byte_identical_with_the_send
 fn a_held_message_is_reported_held_and_is_not_given_to_the_receivers_claude() {
     let receiver = Receiver::start(Some("hold"), &[]);
     let runtime = tempfile::tempdir().unwrap();
-    let claude = claude();
 
-    let (code, json, stderr) = receiver.send(
-        runtime.path(),
-        &[
-            "--claude",
-            claude.to_str().unwrap(),
-            "--message",
-            "wait for approval",
-        ],
-    );
+    let (code, json, stderr) = receiver.send(runtime.path(), "wait for approval", &[]);
 
     assert_eq!(code, 0, "{json} {stderr}");
     assert_eq!(json["inbound"], "may_hold");
@@ -120,17 +100,8 @@ fn a_receiver_refusing_through_its_command_line_is_inbound_refused_and_records_n
     // Files show no policy (Claude Code's default); the process was started refusing.
     let receiver = Receiver::start(None, &["--settings", r#"{"crossSessionInbound":"refuse"}"#]);
     let runtime = tempfile::tempdir().unwrap();
-    let claude = claude();
 
-    let (code, json, stderr) = receiver.send(
-        runtime.path(),
-        &[
-            "--claude",
-            claude.to_str().unwrap(),
-            "--message",
-            "you will not see this",
-        ],
-    );
+    let (code, json, stderr) = receiver.send(runtime.path(), "you will not see this", &[]);
 
     assert_eq!(code, 3, "{json} {stderr}");
     assert_eq!(json["refusal"], "inbound_refused", "{json}");
@@ -150,17 +121,8 @@ fn a_receiver_refusing_through_its_command_line_is_inbound_refused_and_records_n
 fn a_refusing_user_setting_is_refused_before_any_sender_starts() {
     let receiver = Receiver::start(Some("refuse"), &[]);
     let runtime = tempfile::tempdir().unwrap();
-    let claude = claude();
 
-    let (code, json, _) = receiver.send(
-        runtime.path(),
-        &[
-            "--claude",
-            claude.to_str().unwrap(),
-            "--message",
-            "never sent",
-        ],
-    );
+    let (code, json, _) = receiver.send(runtime.path(), "never sent", &[]);
 
     assert_eq!(code, 3);
     assert_eq!(json["refusal"], "inbound_refused");
@@ -174,17 +136,8 @@ fn a_refusing_user_setting_is_refused_before_any_sender_starts() {
 fn an_unset_policy_reports_what_the_receiver_did_and_the_transcript_agrees() {
     let receiver = Receiver::start(None, &[]);
     let runtime = tempfile::tempdir().unwrap();
-    let claude = claude();
 
-    let (code, json, stderr) = receiver.send(
-        runtime.path(),
-        &[
-            "--claude",
-            claude.to_str().unwrap(),
-            "--message",
-            "default policy",
-        ],
-    );
+    let (code, json, stderr) = receiver.send(runtime.path(), "default policy", &[]);
 
     assert_eq!(code, 0, "{json} {stderr}");
     assert_eq!(json["inbound"], "may_hold");

@@ -217,17 +217,21 @@ impl Receiver {
             .find(|entry| entry.pointer("/origin/msg_id").and_then(Value::as_str) == Some(msg_id))
     }
 
-    /// Runs `claude-peers --json send <this session>` with `args`, the sender's private
-    /// home under `cache` (as `XDG_CACHE_HOME`). Sender and receiver share the default
+    /// Runs `claude-peers --json send <this session> --message <message>` with `args`
+    /// through the pinned Claude Code, the sender's private home under `cache` (as
+    /// `XDG_CACHE_HOME`). Sender and receiver share the default
     /// runtime directory: a receiver sends its notices only to a sender whose socket is
     /// in its own socket directory. The inherited environment points everywhere else
     /// (another model, a parent session, a proxy): the sender must replace all of it.
-    pub(crate) fn send(&self, cache: &Path, args: &[&str]) -> (i32, Value, String) {
+    pub(crate) fn send(&self, cache: &Path, message: &str, args: &[&str]) -> (i32, Value, String) {
         let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
             .arg("--home")
             .arg(self.home.path())
             .args(["--json", "send", &self.session_id, "--managed-settings"])
             .arg(cache.join("no-managed-settings.json"))
+            .arg("--claude")
+            .arg(claude())
+            .args(["--message", message])
             .args(args)
             .env_remove("XDG_RUNTIME_DIR")
             .env("XDG_CACHE_HOME", cache)
