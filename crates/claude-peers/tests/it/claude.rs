@@ -214,40 +214,53 @@ fn fake_claude(dir: &Path, body: &str) -> PathBuf {
     path
 }
 
-/// A live target (a `sleep` with a record and a real socket) and a `send` to it with
-/// the Claude Code at `claude`.
-fn send_with(claude: &Path, timeout: &str) -> (i32, Value, String) {
-    let mut home = Home::new();
-    let child = Sleeper::spawn();
-    home.live_record(&child, "s-target", "reviewer", "idle", true);
+/// `send SESSION --message MESSAGE` in `home`, whose user settings accept messages,
+/// with the Claude Code at `claude` and its private home in a temporary cache.
+fn send_in(
+    home: &Home,
+    session: &str,
+    message: &str,
+    claude: &Path,
+    timeout: &str,
+) -> (i32, Value, String) {
     fs::write(
         home.root().join("settings.json"),
         r#"{"crossSessionInbound":"accept"}"#,
     )
     .unwrap();
-    let runtime = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
         .arg("--home")
         .arg(home.root())
         .args([
             "--json",
             "send",
-            "s-target",
+            session,
             "--message",
-            "hi",
+            message,
             "--timeout",
             timeout,
             "--claude",
         ])
         .arg(claude)
         .arg("--managed-settings")
-        .arg(runtime.path().join("none.json"))
+        .arg(cache.path().join("none.json"))
         .env_remove("XDG_RUNTIME_DIR")
-        .env("XDG_CACHE_HOME", runtime.path())
+        .env("XDG_CACHE_HOME", cache.path())
         .output()
         .unwrap();
-    drop(child);
     parsed(&output)
+}
+
+/// A live target (a `sleep` with a record and a real socket) and a `send` to it with
+/// the Claude Code at `claude`.
+fn send_with(claude: &Path, timeout: &str) -> (i32, Value, String) {
+    let mut home = Home::new();
+    let child = Sleeper::spawn();
+    home.live_record(&child, "s-target", "reviewer", "idle", true);
+    let result = send_in(&home, "s-target", "hi", claude, timeout);
+    drop(child);
+    result
 }
 
 #[test]
@@ -339,32 +352,8 @@ fn a_stale_socket_fails_the_delivery_in_claude_codes_words() {
     let mut record: Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
     record["messagingSocketPath"] = socket.to_str().unwrap().into();
     fs::write(&file, record.to_string()).unwrap();
-    fs::write(
-        home.root().join("settings.json"),
-        r#"{"crossSessionInbound":"accept"}"#,
-    )
-    .unwrap();
-    let cache = tempfile::tempdir().unwrap();
 
-    let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
-        .arg("--home")
-        .arg(home.root())
-        .args([
-            "--json",
-            "send",
-            "s-stale",
-            "--message",
-            "anyone there?",
-            "--claude",
-        ])
-        .arg(claude())
-        .arg("--managed-settings")
-        .arg(cache.path().join("none.json"))
-        .env_remove("XDG_RUNTIME_DIR")
-        .env("XDG_CACHE_HOME", cache.path())
-        .output()
-        .unwrap();
-    let (code, json, stderr) = parsed(&output);
+    let (code, json, stderr) = send_in(&home, "s-stale", "anyone there?", &claude(), "60");
 
     assert_eq!(code, 3, "{json} {stderr}");
     assert_eq!(json["refusal"], "delivery_failed");
