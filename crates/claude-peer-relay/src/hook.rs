@@ -92,12 +92,15 @@ fn refusal_path(plans: &Path, tool_use_id: &str) -> PathBuf {
 pub(crate) fn read_refusal(plans: &Path, tool_use_id: &str) -> Option<Refusal> {
     let value: Value =
         serde_json::from_slice(&fs::read(refusal_path(plans, tool_use_id)).ok()?).ok()?;
-    let kind = match value.get("refusal")?.as_str()? {
-        "not_live" => RefusalKind::NotLive,
-        "identity_mismatch" => RefusalKind::IdentityMismatch,
-        "not_addressable" => RefusalKind::NotAddressable,
-        _ => RefusalKind::DeliveryFailed,
-    };
+    let name = value.get("refusal")?.as_str()?;
+    let kind = [
+        RefusalKind::NotLive,
+        RefusalKind::IdentityMismatch,
+        RefusalKind::NotAddressable,
+    ]
+    .into_iter()
+    .find(|kind| kind.as_str() == name)
+    .unwrap_or(RefusalKind::DeliveryFailed);
     let message = value.get("message")?.as_str()?.to_owned();
     Some(Refusal { kind, message })
 }

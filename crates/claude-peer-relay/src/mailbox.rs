@@ -235,7 +235,9 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         }
         if !self.closed {
             self.sender.close(Instant::now() + Duration::from_secs(5));
-            while let Ok(line) = self.sender.lines.try_recv() {
+            // The sender has ended: what it printed last is still on its way from the
+            // reader, which says `Closed` at the end of its stdout.
+            while let Ok(line) = self.sender.lines.recv_timeout(Duration::from_secs(1)) {
                 if line == Line::Closed {
                     break;
                 }
