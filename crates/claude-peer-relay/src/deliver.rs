@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::{Discovery, RefusalKind, Session};
+use claude_peer_resolve::{AddressableSession, Discovery, RefusalKind};
 use claude_peer_settings::{
     EffectivePolicy, EffectiveValue, LayerState, MANAGED_SETTINGS_PATH, effective_policy,
 };
@@ -40,7 +40,7 @@ impl Inbound {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivered {
     /// The session it went to, as confirmed immediately before the hand-over.
-    pub session: Session,
+    pub session: AddressableSession,
     /// Whether it is read automatically or may wait for approval.
     pub inbound: Inbound,
     /// The policy that decided `inbound`, with every settings layer read and the note
@@ -132,32 +132,21 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
     ) -> Result<Prepared<'a, P, F>, Error> {
         check_message(message)?;
         let session = self.discovery.resolve_live_session(home, session_id)?;
-        let (policy, inbound) = self.inbound(home, &session)?;
+        let allowed = self.inbound(home, &session)?;
         Ok(Prepared {
             courier: self,
             home: home.clone(),
             session,
-            policy,
-            inbound,
+            allowed,
             message,
         })
     }
 
     /// The receiving session's inbound policy as far as files show, refusing `refuse`
     /// and a policy in doubt.
-    fn inbound(
-        &self,
-        home: &ClaudeHome,
-        session: &Session,
-    ) -> Result<(EffectivePolicy, Inbound), Error> {
-        let id = session
-            .record
-            .as_ref()
-            .map_or("?", |record| record.session_id.as_str());
-        let cwd = session
-            .record
-            .as_ref()
-            .and_then(|record| record.cwd.as_deref());
+    fn inbound(&self, home: &ClaudeHome, session: &AddressableSession) -> Result<Allowed, Error> {
+        let id = session.record.session_id.as_str();
+        let cwd = session.record.cwd.as_deref();
         let Some(cwd) = cwd.map(Path::new).filter(|cwd| cwd.is_absolute()) else {
             return Err(Error::refused(
                 RefusalKind::InboundRefused,
@@ -210,8 +199,21 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
                 Inbound::MayHold
             }
         };
-        Ok((policy, inbound))
+        Ok(Allowed {
+            cwd: cwd.to_path_buf(),
+            policy,
+            inbound,
+        })
     }
+}
+
+/// What [`Courier::inbound`] allowed, and the working directory whose policy it read.
+#[derive(Debug)]
+struct Allowed {
+    /// The session's working directory: absolute.
+    cwd: PathBuf,
+    policy: EffectivePolicy,
+    inbound: Inbound,
 }
 
 /// A send that may happen: resolved and allowed by policy, nothing relayed yet.
@@ -221,35 +223,34 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
 pub struct Prepared<'a, P = OsProcessTable, F = OsRegistryFs> {
     courier: &'a Courier<P, F>,
     home: ClaudeHome,
-    session: Session,
-    policy: EffectivePolicy,
-    inbound: Inbound,
+    session: AddressableSession,
+    allowed: Allowed,
     message: &'a str,
 }
 
 impl<P: ProcessTable, F: RegistryFs> Prepared<'_, P, F> {
     /// The session as resolved.
     #[must_use]
-    pub const fn session(&self) -> &Session {
+    pub const fn session(&self) -> &AddressableSession {
         &self.session
     }
 
     /// What the receiver will do with the message, as far as files show now.
     #[must_use]
     pub const fn inbound(&self) -> Inbound {
-        self.inbound
+        self.allowed.inbound
     }
 
     /// The policy that decided [`Prepared::inbound`].
     #[must_use]
     pub const fn policy(&self) -> &EffectivePolicy {
-        &self.policy
+        &self.allowed.policy
     }
 
     /// The address the relay would be handed if nothing changes before the hand-over.
     #[must_use]
-    pub fn target(&self) -> Option<Target> {
-        Target::of(&self.home, &self.session)
+    pub fn target(&self) -> Target {
+        Target::new(&self.home, &self.session, &self.allowed.cwd)
     }
 
     /// Confirms that the same pid, with the same start token, still runs the same
@@ -262,30 +263,17 @@ impl<P: ProcessTable, F: RegistryFs> Prepared<'_, P, F> {
     pub fn hand_over(self, relay: &impl Relay) -> Result<Delivered, Error> {
         let discovery = self.courier.discovery();
         let session = discovery.confirm(&self.home, &self.session)?;
-        let cwd_of = |s: &Session| s.record.as_ref().and_then(|r| r.cwd.clone());
-        let (policy, inbound) = if cwd_of(&session) == cwd_of(&self.session) {
-            (self.policy, self.inbound)
+        let allowed = if session.record.cwd == self.session.record.cwd {
+            self.allowed
         } else {
             self.courier.inbound(&self.home, &session)?
         };
-        let Some(target) = Target::of(&self.home, &session) else {
-            // `confirm` and `inbound` refuse everything `Target::of` rejects.
-            return Err(Error::refused(
-                RefusalKind::NotAddressable,
-                format!(
-                    "session {} cannot be addressed: its record names no messaging socket or no absolute cwd",
-                    session
-                        .record
-                        .as_ref()
-                        .map_or("?", |record| record.session_id.as_str())
-                ),
-            ));
-        };
+        let target = Target::new(&self.home, &session, &allowed.cwd);
         match relay.send(&target, self.message) {
             Ok(confirmation) => Ok(Delivered {
                 session,
-                inbound,
-                policy,
+                inbound: allowed.inbound,
+                policy: allowed.policy,
                 detail: confirmation.detail,
                 receipt: confirmation.receipt,
                 msg_id: confirmation.msg_id,

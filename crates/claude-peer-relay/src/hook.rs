@@ -207,11 +207,9 @@ fn confirm(plan: &Plan) -> Result<(), Refusal> {
                 message: other.to_string(),
             },
         })?;
-    let record = session.record.as_ref();
-    let pid = session.pid.map(claude_peer_registry::Pid::get);
-    let proc_start = record.and_then(|r| r.start_token()).map(str::to_owned);
-    let socket = record.and_then(|r| r.messaging_socket_path.as_deref());
-    if pid != Some(plan.pid) || proc_start != plan.proc_start {
+    let proc_start = session.record.start_token().map(str::to_owned);
+    let socket = session.record.messaging_socket_path.as_deref();
+    if session.pid.get() != plan.pid || proc_start != plan.proc_start {
         return Err(Refusal {
             kind: RefusalKind::NotLive,
             message: format!(

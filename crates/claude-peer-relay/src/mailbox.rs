@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::Scope;
 
 use crate::claude::await_result;
 use crate::hook::Plan;
@@ -283,9 +282,9 @@ fn session_at<P: ProcessTable, F: RegistryFs>(
     address: &str,
 ) -> Option<String> {
     let path = address.strip_prefix("uds:").unwrap_or(address);
-    let scan = courier.discovery().scan(home, Scope::Live).ok()?;
+    let scan = courier.discovery().live(home).ok()?;
     scan.sessions.into_iter().find_map(|session| {
-        let record = session.record?;
+        let record = session.record;
         (record.messaging_socket_path.as_deref().map(Path::new) == Some(Path::new(path)))
             .then_some(record.session_id)
     })

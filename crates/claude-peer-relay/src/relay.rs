@@ -1,10 +1,10 @@
 //! What a relay is handed and what it answers.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use claude_peer_registry::{ClaudeHome, Pid};
-use claude_peer_resolve::{RefusalKind, Session};
+use claude_peer_resolve::{AddressableSession, RefusalKind};
 
 use crate::Outcome;
 
@@ -32,24 +32,19 @@ pub struct Target {
 }
 
 impl Target {
-    /// The target of a live, addressable session of `home` with an absolute cwd; `None`
-    /// otherwise.
-    #[must_use]
-    pub fn of(home: &ClaudeHome, session: &Session) -> Option<Self> {
-        let record = session.record.as_ref()?;
-        let cwd = PathBuf::from(record.cwd.as_deref()?);
-        if !cwd.is_absolute() || !session.is_live() || !session.addressability.is_addressable() {
-            return None;
-        }
-        Some(Self {
+    /// The target of `session` of `home`, whose inbound policy was read for `cwd`, its
+    /// absolute working directory.
+    pub(crate) fn new(home: &ClaudeHome, session: &AddressableSession, cwd: &Path) -> Self {
+        let record = &session.record;
+        Self {
             name: record.name.clone(),
             session_id: record.session_id.clone(),
-            pid: session.pid?,
-            socket: PathBuf::from(record.messaging_socket_path.as_deref()?),
-            cwd,
+            pid: session.pid,
+            socket: session.socket.clone(),
+            cwd: cwd.to_path_buf(),
             proc_start: record.start_token().map(str::to_owned),
             home: home.root().to_path_buf(),
-        })
+        }
     }
 }
 

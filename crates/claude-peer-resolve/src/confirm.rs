@@ -3,7 +3,7 @@
 use claude_peer_probe::{ProcessTable, RegistryFs};
 use claude_peer_registry::{ClaudeHome, Signal};
 
-use crate::{Addressability, Discovery, Error, Refusal, RefusalKind, Scope, Session};
+use crate::{AddressableSession, Discovery, Error, LiveSession, Refusal, RefusalKind, Scope};
 
 impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// Confirms that a session resolved a moment ago still runs, reading only its own
@@ -19,19 +19,12 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// - `identity_mismatch` when the record now gives another name or messaging socket,
     ///   so the earlier check that nobody else holds its name no longer applies;
     /// - `not_addressable` when it is still live but can no longer be messaged.
-    ///
-    /// `session` must be one that was resolved live, as [`Discovery::resolve_live_session`]
-    /// returns them; anything else is refused as `not_live`.
-    pub fn confirm(&self, home: &ClaudeHome, session: &Session) -> Result<Session, Error> {
-        let (Some(pid), Some(before)) = (session.pid, session.record.as_ref()) else {
-            return Err(refuse(
-                RefusalKind::NotLive,
-                format!(
-                    "`{}` was not resolved as a live session",
-                    session.file.display()
-                ),
-            ));
-        };
+    pub fn confirm(
+        &self,
+        home: &ClaudeHome,
+        session: &AddressableSession,
+    ) -> Result<AddressableSession, Error> {
+        let (pid, before) = (session.pid, &session.record);
         let id = before.session_id.as_str();
         let signal = self.processes().signal(pid);
         if signal != Signal::Alive {
@@ -55,62 +48,64 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 ),
             ));
         };
-        let (true, Some(now)) = (entry.is_live(), entry.record.as_ref()) else {
-            return Err(refuse(
-                RefusalKind::NotLive,
-                format!(
-                    "pid {pid} no longer runs session {id}: its record is {} ({})",
-                    entry.verdict.liveness,
-                    entry.verdict.reason.as_deref().unwrap_or("not live")
-                ),
-            ));
+        let now = match LiveSession::try_from(entry) {
+            Ok(live) => live,
+            Err(entry) => {
+                return Err(refuse(
+                    RefusalKind::NotLive,
+                    format!(
+                        "pid {pid} no longer runs session {id}: its record is {} ({})",
+                        entry.verdict.liveness,
+                        entry.verdict.reason.as_deref().unwrap_or("not live")
+                    ),
+                ));
+            }
         };
-        if now.session_id != before.session_id {
+        if now.record.session_id != before.session_id {
             return Err(refuse(
                 RefusalKind::NotLive,
                 format!(
                     "pid {pid} now runs session {} instead of {id} (after /clear or resume)",
-                    now.session_id
+                    now.record.session_id
                 ),
             ));
         }
-        if now.start_token() != before.start_token() {
+        if now.record.start_token() != before.start_token() {
             return Err(refuse(
                 RefusalKind::NotLive,
                 format!(
                     "the record of pid {pid} now names start token {}, not {}: another process wrote it",
-                    now.start_token().unwrap_or("(none)"),
+                    now.record.start_token().unwrap_or("(none)"),
                     before.start_token().unwrap_or("(none)")
                 ),
             ));
         }
-        if now.name != before.name {
+        if now.record.name != before.name {
             return Err(refuse(
                 RefusalKind::IdentityMismatch,
                 format!(
                     "session {id} was renamed from `{}` to `{}` since it was resolved; resolve it again",
                     before.name.as_deref().unwrap_or(""),
-                    now.name.as_deref().unwrap_or("")
+                    now.record.name.as_deref().unwrap_or("")
                 ),
             ));
         }
-        if now.messaging_socket_path != before.messaging_socket_path {
+        if now.record.messaging_socket_path != before.messaging_socket_path {
             return Err(refuse(
                 RefusalKind::IdentityMismatch,
                 format!(
                     "session {id} now names the messaging socket `{}` instead of `{}`",
-                    now.messaging_socket_path.as_deref().unwrap_or(""),
+                    now.record.messaging_socket_path.as_deref().unwrap_or(""),
                     before.messaging_socket_path.as_deref().unwrap_or("")
                 ),
             ));
         }
-        if let Addressability::NotAddressable(why) = &entry.addressability {
-            return Err(refuse(
+        now.addressable().map_err(|why| {
+            refuse(
                 RefusalKind::NotAddressable,
                 format!("session {id} is live but can no longer be messaged: {why}"),
-            ));
-        }
-        Ok(entry)
+            )
+        })
     }
 }
 

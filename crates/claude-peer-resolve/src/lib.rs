@@ -8,19 +8,21 @@
 //! scan repeatedly should keep one `Discovery` (`Discovery::os()` builds a fresh
 //! process table, and only a long-lived one remembers the processes it has pinned).
 //! [`Discovery::entries`] hands over each entry as it is judged, holding none, for
-//! registries of any size; [`Discovery::scan`] collects them.
+//! registries of any size; [`Discovery::scan`] collects them. [`Discovery::live`] gives
+//! the live ones as [`LiveSession`]s, which always have a pid and a record; resolution
+//! gives an [`AddressableSession`], which also has its messaging socket.
 //!
 //! ```no_run
 //! use claude_peer_registry::ClaudeHome;
-//! use claude_peer_resolve::{Discovery, Scope};
+//! use claude_peer_resolve::Discovery;
 //!
 //! let home = ClaudeHome::new("/home/ada/.claude");
 //! let discovery = Discovery::os();
-//! for session in discovery.scan(&home, Scope::Live)?.sessions {
-//!     let record = session.record.as_ref().expect("live sessions have records");
-//!     println!("{} {}", session.pid.unwrap(), record.session_id);
+//! for session in discovery.live(&home)?.sessions {
+//!     println!("{} {}", session.pid, session.record.session_id);
 //! }
 //! let target = discovery.resolve_live_session(&home, "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57")?;
+//! println!("{}", target.socket.display());
 //! # Ok::<(), claude_peer_resolve::Error>(())
 //! ```
 #![forbid(unsafe_code)]
@@ -28,8 +30,10 @@
 
 mod confirm;
 mod error;
+mod live;
 mod resolve;
 mod scan;
 
 pub use error::{Error, Refusal, RefusalKind};
+pub use live::{AddressableSession, LiveSession};
 pub use scan::{Addressability, Discovery, Entries, Rereads, Scan, Scope, Session, Warning};

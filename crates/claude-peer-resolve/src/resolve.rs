@@ -1,7 +1,7 @@
 use claude_peer_probe::{ProcessTable, RegistryFs};
-use claude_peer_registry::{ClaudeHome, Liveness};
+use claude_peer_registry::ClaudeHome;
 
-use crate::{Addressability, Discovery, Error, Refusal, RefusalKind, Scope, Session};
+use crate::{AddressableSession, Discovery, Error, LiveSession, Refusal, RefusalKind, Scope};
 
 impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// The one live, addressable session running `session_id` now.
@@ -15,9 +15,9 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         &self,
         home: &ClaudeHome,
         session_id: &str,
-    ) -> Result<Session, Error> {
-        let live = self.scan(home, Scope::Live)?.sessions;
-        let mut holders = live.iter().filter(|s| session_id_of(s) == Some(session_id));
+    ) -> Result<AddressableSession, Error> {
+        let live = self.live(home)?.sessions;
+        let mut holders = live.iter().filter(|s| s.record.session_id == session_id);
         let Some(session) = holders.next() else {
             return Err(refuse(
                 RefusalKind::NotLive,
@@ -27,7 +27,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         if holders.next().is_some() {
             let all: Vec<_> = live
                 .iter()
-                .filter(|s| session_id_of(s) == Some(session_id))
+                .filter(|s| s.record.session_id == session_id)
                 .collect();
             return Err(refuse(
                 RefusalKind::IdentityMismatch,
@@ -38,7 +38,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 ),
             ));
         }
-        if let Some(name) = session.record.as_ref().and_then(|r| r.name.as_deref()) {
+        if let Some(name) = session.record.name.as_deref() {
             let others: Vec<_> = live
                 .iter()
                 .filter(|s| s.pid != session.pid && name_of(s) == Some(name))
@@ -58,9 +58,13 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
 
     /// The one live, addressable session named `name` now; a refusal listing every
     /// holder when more than one live session has that name.
-    pub fn resolve_by_name(&self, home: &ClaudeHome, name: &str) -> Result<Session, Error> {
-        let live = self.scan(home, Scope::Live)?.sessions;
-        let holders: Vec<&Session> = live.iter().filter(|s| name_of(s) == Some(name)).collect();
+    pub fn resolve_by_name(
+        &self,
+        home: &ClaudeHome,
+        name: &str,
+    ) -> Result<AddressableSession, Error> {
+        let live = self.live(home)?.sessions;
+        let holders: Vec<&LiveSession> = live.iter().filter(|s| name_of(s) == Some(name)).collect();
         match holders.as_slice() {
             [] => Err(refuse(
                 RefusalKind::NotLive,
@@ -86,7 +90,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         if let Some(entry) = scan
             .sessions
             .iter()
-            .find(|s| session_id_of(s) == Some(session_id))
+            .find(|s| s.record.as_ref().map(|r| r.session_id.as_str()) == Some(session_id))
         {
             let pid = entry.pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
             let reason = entry.verdict.reason.as_deref().unwrap_or("not live");
@@ -95,55 +99,47 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 entry.verdict.liveness
             );
         }
-        let renamed = scan.sessions.iter().find(|s| {
-            s.verdict.liveness == Liveness::Live
-                && s.record.as_ref().is_some_and(|r| {
-                    r.former_names
-                        .iter()
-                        .flatten()
-                        .any(|f| f.session_id.as_deref() == Some(session_id))
-                })
-        });
-        match renamed.and_then(|s| Some((s.pid?, s.record.as_ref()?))) {
-            Some((pid, record)) => format!(
-                "no live process runs session {session_id}: pid {pid} ran it but now runs session {} (after /clear or resume)",
-                record.session_id
+        let renamed = scan
+            .sessions
+            .into_iter()
+            .filter_map(|s| LiveSession::try_from(s).ok())
+            .find(|s| {
+                s.record
+                    .former_names
+                    .iter()
+                    .flatten()
+                    .any(|f| f.session_id.as_deref() == Some(session_id))
+            });
+        match renamed {
+            Some(live) => format!(
+                "no live process runs session {session_id}: pid {} ran it but now runs session {} (after /clear or resume)",
+                live.pid, live.record.session_id
             ),
             None => format!("no live process runs session {session_id}, and no record names it"),
         }
     }
 }
 
-fn session_id_of(session: &Session) -> Option<&str> {
-    session.record.as_ref().map(|r| r.session_id.as_str())
+fn name_of(session: &LiveSession) -> Option<&str> {
+    session.record.name.as_deref()
 }
 
-fn name_of(session: &Session) -> Option<&str> {
-    session.record.as_ref().and_then(|r| r.name.as_deref())
-}
-
-fn describe(sessions: &[&Session]) -> String {
+fn describe(sessions: &[&LiveSession]) -> String {
     sessions
         .iter()
-        .map(|s| {
-            let pid = s.pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
-            format!("pid {pid} (session {})", session_id_of(s).unwrap_or("?"))
-        })
+        .map(|s| format!("pid {} (session {})", s.pid, s.record.session_id))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-fn addressable(session: Session) -> Result<Session, Error> {
-    match &session.addressability {
-        Addressability::Addressable => Ok(session),
-        Addressability::NotAddressable(why) => Err(refuse(
+fn addressable(session: LiveSession) -> Result<AddressableSession, Error> {
+    let id = session.record.session_id.clone();
+    session.addressable().map_err(|why| {
+        refuse(
             RefusalKind::NotAddressable,
-            format!(
-                "session {} is live but cannot be messaged: {why}",
-                session_id_of(&session).unwrap_or("?")
-            ),
-        )),
-    }
+            format!("session {id} is live but cannot be messaged: {why}"),
+        )
+    })
 }
 
 fn refuse(kind: RefusalKind, message: String) -> Error {

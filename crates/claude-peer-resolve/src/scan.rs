@@ -92,8 +92,8 @@ pub enum Scope {
 /// Whether a live session can be messaged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Addressability {
-    /// A live session with its own messaging socket, owned by this user.
-    Addressable,
+    /// A live session with its own messaging socket (this path), owned by this user.
+    Addressable(PathBuf),
     /// Why it cannot be messaged.
     NotAddressable(String),
 }
@@ -102,7 +102,7 @@ impl Addressability {
     /// True when the session can be messaged.
     #[must_use]
     pub const fn is_addressable(&self) -> bool {
-        matches!(self, Self::Addressable)
+        matches!(self, Self::Addressable(_))
     }
 }
 
@@ -194,9 +194,9 @@ impl fmt::Display for Warning {
 
 /// The result of a scan: entries sorted by pid, and warnings about the directory.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Scan {
+pub struct Scan<S = Session> {
     /// Entries sorted by pid; rejected names (no pid) last, by name.
-    pub sessions: Vec<Session>,
+    pub sessions: Vec<S>,
     /// What is wrong with the registry directory itself.
     pub warnings: Vec<Warning>,
 }
@@ -662,7 +662,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             Ok(SocketStatus::Present {
                 kind: FileKind::Socket,
                 owner,
-            }) if owner == uid => Addressability::Addressable,
+            }) if owner == uid => Addressability::Addressable(PathBuf::from(socket)),
             Ok(SocketStatus::Present {
                 kind: FileKind::Socket,
                 owner,

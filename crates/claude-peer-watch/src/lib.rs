@@ -38,7 +38,7 @@
 //! let Some(Event::Appeared(session)) = watcher.next_event(Duration::from_secs(10))? else {
 //!     panic!("the session appears")
 //! };
-//! assert_eq!(session.record.map(|r| r.session_id).as_deref(), Some("s-1"));
+//! assert_eq!(session.record.session_id, "s-1");
 //!
 //! std::fs::remove_file(sessions.join(format!("{me}.json")))?;
 //! let event = watcher.next_event(Duration::from_secs(10))?;
@@ -57,24 +57,24 @@ use claude_peer_probe::{
     Notice, Notifier, OsNotifier, OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs,
 };
 use claude_peer_registry::{ClaudeHome, EntryName, Liveness, Pid, classify_entry_name};
-use claude_peer_resolve::{Discovery, Rereads, Scope, Session, Warning};
+use claude_peer_resolve::{Discovery, LiveSession, Rereads, Scope, Warning};
 
 /// What happened to a live session.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// A session became live (or was live when the watch started).
-    Appeared(Session),
+    Appeared(LiveSession),
     /// A live session's record or addressability changed; the session as it is now.
-    Changed(Session),
+    Changed(LiveSession),
     /// A session is no longer live: its process ended, its record was removed or
     /// replaced by one that is not live. The session as it was last seen.
-    Vanished(Session),
+    Vanished(LiveSession),
 }
 
 impl Event {
     /// The session it is about.
     #[must_use]
-    pub const fn session(&self) -> &Session {
+    pub const fn session(&self) -> &LiveSession {
         match self {
             Self::Appeared(session) | Self::Changed(session) | Self::Vanished(session) => session,
         }
@@ -135,7 +135,7 @@ impl Default for Timing {
 /// A live session as the watch last saw it.
 #[derive(Debug)]
 struct Live {
-    session: Session,
+    session: LiveSession,
     /// Its process's exit will be announced (a pidfd is held).
     exit_watched: bool,
 }
@@ -239,7 +239,7 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
 
     /// The live sessions as the watch sees them now, by pid (the events not yet taken
     /// included).
-    pub fn sessions(&self) -> impl Iterator<Item = &Session> {
+    pub fn sessions(&self) -> impl Iterator<Item = &LiveSession> {
         self.live.values().map(|live| &live.session)
     }
 
@@ -324,12 +324,12 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
     fn rescan(&mut self) -> Result<(), Error> {
         let registry = self.home.sessions_dir();
         self.notified = self.notifier.watch_registry(self.home.root(), &registry);
-        let scan = self.discovery.scan(&self.home, Scope::Live)?;
+        let scan = self.discovery.live(&self.home)?;
         self.warnings = scan.warnings;
-        let fresh: BTreeMap<Pid, Session> = scan
+        let fresh: BTreeMap<Pid, LiveSession> = scan
             .sessions
             .into_iter()
-            .filter_map(|session| Some((session.pid?, session)))
+            .map(|session| (session.pid, session))
             .collect();
         let missing: Vec<Pid> = self
             .live
@@ -368,8 +368,12 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
         // The exit is watched before the judgement: whatever the judgement reads is then
         // the watched process or one that came after it (and the watch has fired).
         let exit_watched = known == Some(true) || self.notifier.watch_exit(pid);
-        match self.discovery.entry(&self.home, pid, Scope::All)? {
-            Some(session) if session.is_live() => {
+        match self
+            .discovery
+            .entry(&self.home, pid, Scope::All)?
+            .map(LiveSession::try_from)
+        {
+            Some(Ok(session)) => {
                 let before = self.live.insert(
                     pid,
                     Live {
@@ -386,7 +390,7 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
                 }
             }
             // Caught mid-rewrite while its process runs: it keeps what it last said.
-            Some(session)
+            Some(Err(session))
                 if session.verdict.liveness == Liveness::Unreadable && known.is_some() =>
             {
                 if let Some(live) = self.live.get_mut(&pid) {

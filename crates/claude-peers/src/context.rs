@@ -76,7 +76,7 @@ pub(crate) fn find_session(
         )
     };
     let err = match discovery.resolve_by_name(home, target) {
-        Ok(session) => return Ok(session),
+        Ok(session) => return Ok(session.into()),
         Err(err) => err,
     };
     match err.refusal().map(|r| r.kind) {

@@ -1,11 +1,12 @@
 //! What the command prints: the JSON contract and the human tables.
 
 use std::fmt::Write as _;
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use claude_peer_registry::Record;
+use claude_peer_registry::{Pid, Record, Verdict};
 use claude_peer_relay::{Delivered, Outcome};
-use claude_peer_resolve::Session;
+use claude_peer_resolve::{AddressableSession, LiveSession, Session};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -37,11 +38,48 @@ pub(crate) struct SessionJson<'a> {
 
 impl<'a> SessionJson<'a> {
     pub(crate) fn new(session: &'a Session) -> Self {
-        let record = session.record.as_ref();
+        Self::of(
+            &session.file,
+            session.pid,
+            session.record.as_ref(),
+            &session.verdict,
+            session.addressability.is_addressable(),
+        )
+    }
+
+    /// A live session: as [`SessionJson::new`] shows it once it is a [`Session`].
+    pub(crate) fn live(session: &'a LiveSession) -> Self {
+        Self::of(
+            &session.file,
+            Some(session.pid),
+            Some(&session.record),
+            &LiveSession::VERDICT,
+            session.addressability.is_addressable(),
+        )
+    }
+
+    /// A resolved session: as [`SessionJson::new`] shows it once it is a [`Session`].
+    pub(crate) fn addressable(session: &'a AddressableSession) -> Self {
+        Self::of(
+            &session.file,
+            Some(session.pid),
+            Some(&session.record),
+            &LiveSession::VERDICT,
+            true,
+        )
+    }
+
+    fn of(
+        file: &Path,
+        pid: Option<Pid>,
+        record: Option<&'a Record>,
+        verdict: &'a Verdict,
+        addressable: bool,
+    ) -> Self {
         let text = |f: fn(&'a Record) -> Option<&'a str>| record.and_then(f);
         Self {
-            file: session.file.display().to_string(),
-            pid: session.pid.map(claude_peer_registry::Pid::get),
+            file: file.display().to_string(),
+            pid: pid.map(Pid::get),
             session_id: record.map(|r| r.session_id.as_str()),
             name: text(|r| r.name.as_deref()),
             name_source: record
@@ -65,9 +103,9 @@ impl<'a> SessionJson<'a> {
             status_updated_at_ms: record.and_then(|r| r.status_updated_at),
             tmux: text(|r| r.tmux.as_deref()),
             socket_path: text(|r| r.messaging_socket_path.as_deref()),
-            addressable: session.addressability.is_addressable(),
-            liveness: session.verdict.liveness.as_str(),
-            reason: session.verdict.reason.as_deref(),
+            addressable,
+            liveness: verdict.liveness.as_str(),
+            reason: verdict.reason.as_deref(),
         }
     }
 }
@@ -101,7 +139,7 @@ impl<'a> SessionDetailJson<'a> {
         Self {
             session: SessionJson::new(session),
             not_addressable_reason: match &session.addressability {
-                claude_peer_resolve::Addressability::Addressable => None,
+                claude_peer_resolve::Addressability::Addressable(_) => None,
                 claude_peer_resolve::Addressability::NotAddressable(why) => Some(why),
             },
             name_since_ms: record.and_then(|r| r.name_since),
@@ -276,7 +314,7 @@ impl<'a> DeliveredJson<'a> {
     pub(crate) fn new(delivered: &'a Delivered, via: &'static str) -> Self {
         Self {
             delivered: true,
-            session: SessionJson::new(&delivered.session),
+            session: SessionJson::addressable(&delivered.session),
             inbound: delivered.inbound.as_str(),
             via,
             receipt: delivered.receipt.map(Outcome::as_str),

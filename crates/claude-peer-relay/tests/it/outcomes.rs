@@ -42,10 +42,7 @@ fn an_accepting_session_gets_the_exact_message_automatically_with_its_address_in
         Some("ok"),
         "the relay's detail is reported"
     );
-    assert_eq!(
-        delivered.session.pid.map(claude_peer_registry::Pid::get),
-        Some(live.pid)
-    );
+    assert_eq!(delivered.session.pid.get(), live.pid);
     assert_eq!(
         fs::read(world.path("message")).unwrap(),
         message.as_bytes(),

@@ -17,13 +17,13 @@ fn prepare_shows_the_target_and_policy_without_relaying_anything() {
     let prepared = courier.prepare(&world.home, &live.id, "hello").unwrap();
 
     assert_eq!(prepared.inbound(), Inbound::Automatic);
-    let target = prepared.target().expect("a resolved session has a target");
+    let target = prepared.target();
     assert_eq!(
         target,
         Target {
             name: Some(live.name.clone()),
             session_id: live.id.clone(),
-            pid: prepared.session().pid.unwrap(),
+            pid: prepared.session().pid,
             socket: live.socket.clone(),
             cwd: live.cwd.clone(),
             proc_start: Some(crate::support::start_token(live.pid)),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, SystemTime};
 
-use claude_peer_registry::{ClaudeHome, Liveness, Pid};
+use claude_peer_registry::{ClaudeHome, Liveness};
 use claude_peer_resolve::{Discovery, RefusalKind, Scope, Warning};
 use rustix::process::{WaitId, WaitIdOptions};
 
@@ -143,11 +143,11 @@ impl Home {
 
     fn live_pids(&self) -> Vec<u32> {
         Discovery::os()
-            .scan(&self.home, Scope::Live)
+            .live(&self.home)
             .unwrap()
             .sessions
             .iter()
-            .map(|s| s.pid.unwrap().get())
+            .map(|s| s.pid.get())
             .collect()
     }
 }
@@ -171,7 +171,7 @@ fn a_live_child_with_its_start_token_and_socket_is_live_and_addressable() {
     let resolved = Discovery::os()
         .resolve_live_session(&home.home, "live-session")
         .unwrap();
-    assert_eq!(resolved.pid.map(Pid::get), Some(child.pid()));
+    assert_eq!(resolved.pid.get(), child.pid());
 }
 
 #[test]

@@ -34,7 +34,9 @@ fn processes() -> FakeProcessTable {
         .with_live(pid(9959), "995900")
 }
 
-fn refusal(result: Result<claude_peer_resolve::Session, Error>) -> (RefusalKind, String) {
+fn refusal(
+    result: Result<claude_peer_resolve::AddressableSession, Error>,
+) -> (RefusalKind, String) {
     match result {
         Ok(session) => panic!("expected a refusal, resolved {:?}", session.pid),
         Err(err) => {
@@ -52,9 +54,9 @@ fn a_live_uniquely_named_session_with_its_own_socket_resolves() {
     socket(&mut fs, 9959, FileKind::Socket, UID);
     let discovery = Discovery::new(processes(), fs);
     let session = discovery.resolve_live_session(&fake_home(), B).unwrap();
-    assert_eq!(session.pid, Some(pid(9959)));
+    assert_eq!(session.pid, pid(9959));
     let by_name = discovery.resolve_by_name(&fake_home(), "reviewer").unwrap();
-    assert_eq!(by_name.pid, Some(pid(9959)));
+    assert_eq!(by_name.pid, pid(9959));
 }
 
 #[test]

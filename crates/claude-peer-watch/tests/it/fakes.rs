@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use claude_peer_probe::Notice;
 use claude_peer_registry::{ClaudeHome, Pid, ProcessState};
-use claude_peer_resolve::{Discovery, Scope, Session};
+use claude_peer_resolve::{Discovery, LiveSession};
 use claude_peer_testkit::fake::{FakeFile, FakeNotifier, FakeProcessTable, FakeRegistryFs, Shared};
 use claude_peer_watch::{Event, Timing, Watcher};
 use proptest::prelude::*;
@@ -64,13 +64,13 @@ fn drain(watcher: &mut FakeWatcher) -> Vec<Event> {
     std::iter::from_fn(|| watcher.next_event(Duration::ZERO).unwrap()).collect()
 }
 
-fn view(watcher: &FakeWatcher) -> Vec<Session> {
+fn view(watcher: &FakeWatcher) -> Vec<LiveSession> {
     watcher.sessions().cloned().collect()
 }
 
-fn fresh_scan(fakes: &Fakes) -> Vec<Session> {
+fn fresh_scan(fakes: &Fakes) -> Vec<LiveSession> {
     Discovery::new(fakes.0.clone(), fakes.1.clone())
-        .scan(&home(), Scope::Live)
+        .live(&home())
         .unwrap()
         .sessions
 }
@@ -246,8 +246,8 @@ proptest! {
             prop_assert_eq!(&view(&watcher), &fresh, "after {:?}", step);
             for event in &events {
                 let session = event.session();
-                let p = session.pid.unwrap();
-                let id = session.record.as_ref().unwrap().session_id.clone();
+                let p = session.pid;
+                let id = session.record.session_id.clone();
                 match event {
                     Event::Appeared(_) => {
                         prop_assert!(known.insert(p, id).is_none(), "appeared twice: {:?}", event);
@@ -260,16 +260,16 @@ proptest! {
                         // Only a new process at the pid may follow its session's end.
                         let restarted = matches!(step, Step::Start(q) if *q == p.get());
                         prop_assert!(
-                            restarted || !fresh.iter().any(|s| s.pid == Some(p)),
+                            restarted || !fresh.iter().any(|s| s.pid == p),
                             "a live session vanished: {:?} after {:?}", event, step
                         );
                     }
                 }
             }
-            let live: Vec<Pid> = fresh.iter().filter_map(|s| s.pid).collect();
+            let live: Vec<Pid> = fresh.iter().map(|s| s.pid).collect();
             prop_assert_eq!(known.keys().copied().collect::<Vec<_>>(), live, "events tell the live set");
             for p in PIDS.map(pid) {
-                let live = fresh.iter().any(|s| s.pid == Some(p));
+                let live = fresh.iter().any(|s| s.pid == p);
                 prop_assert_eq!(world.fakes.2.get().watches(p), live, "a pidfd per live session, pid {}", p);
             }
         }
@@ -334,7 +334,7 @@ fn a_leftovers_pid_reused_without_any_write_is_seen_by_the_slow_rescan() {
 
     *fakes.0.get() = FakeProcessTable::new(UID, Some(DOMAIN)).with_live(p, "t9");
     let event = watcher.next_event(Duration::from_secs(20)).unwrap();
-    assert!(matches!(event, Some(Event::Appeared(s)) if s.pid == Some(p)));
+    assert!(matches!(event, Some(Event::Appeared(s)) if s.pid == p));
     assert_eq!(view(&watcher), fresh_scan(&fakes));
 }
 
@@ -349,7 +349,7 @@ fn without_notices_the_registry_is_polled() {
     let mut watcher = watch(&fakes, timing);
     let p = start_live(&fakes);
     let event = watcher.next_event(Duration::from_secs(20)).unwrap();
-    assert!(matches!(event, Some(Event::Appeared(s)) if s.pid == Some(p)));
+    assert!(matches!(event, Some(Event::Appeared(s)) if s.pid == p));
 }
 
 #[test]
@@ -369,5 +369,5 @@ fn a_write_nobody_closes_is_read_once_it_has_settled() {
     );
     assert!(fakes.1.get().reads().is_empty(), "nothing read yet");
     let event = watcher.next_event(Duration::from_secs(20)).unwrap();
-    assert!(matches!(event, Some(Event::Appeared(s)) if s.pid == Some(p)));
+    assert!(matches!(event, Some(Event::Appeared(s)) if s.pid == p));
 }

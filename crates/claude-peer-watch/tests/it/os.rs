@@ -27,8 +27,6 @@ fn a_record_replaced_by_rename_is_one_change() {
         event
             .session()
             .record
-            .as_ref()
-            .unwrap()
             .status
             .as_ref()
             .map(claude_peer_registry::VendorStatus::as_str),

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_resolve::Discovery;
 use claude_peer_testkit::registry::{Rewriter, Writes};
 use claude_peer_watch::{Event, Watcher};
 
@@ -100,7 +100,7 @@ fn scanner(
     let (mut scans, mut resolves) = (0, 0);
     while !stop.load(Ordering::Relaxed) {
         let before = stable.lock().unwrap().clone();
-        let scan = discovery.scan(home, Scope::Live).unwrap();
+        let scan = discovery.live(home).unwrap();
         let after = stable.lock().unwrap().clone();
         scans += 1;
         let listed: BTreeSet<Key> = live_set(scan.sessions.iter()).into_iter().collect();
@@ -136,10 +136,7 @@ fn watcher(
     let mut failures = Vec::new();
     let mut take = |event: Event, failures: &mut Vec<String>| {
         let session = event.session();
-        let key = (
-            session.pid.unwrap().get(),
-            session.record.as_ref().unwrap().session_id.clone(),
-        );
+        let key = (session.pid.get(), session.record.session_id.clone());
         if matches!(event, Event::Vanished(_)) && stable.lock().unwrap().get(&key.0) == Some(&key.1)
         {
             failures.push(format!("vanished while live: {key:?}"));
@@ -158,7 +155,7 @@ fn watcher(
         while let Some(event) = watcher.next_event(Duration::from_millis(100)).unwrap() {
             take(event, &mut failures);
         }
-        let fresh = live_set(discovery.scan(home, Scope::Live).unwrap().sessions.iter());
+        let fresh = live_set(discovery.live(home).unwrap().sessions.iter());
         let view = live_set(watcher.sessions());
         if view == fresh {
             return (events, failures, view.into_iter().collect());

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use claude_peer_probe::{OsNotifier, OsProcessTable, OsRegistryFs};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_resolve::Discovery;
 use claude_peer_testkit::registry::proc_start;
 use claude_peer_watch::{Event, Watcher};
 
@@ -125,27 +125,16 @@ impl Home {
 
     /// The live set a fresh scan sees: pid and session id.
     pub(crate) fn fresh(&self) -> Vec<(u32, String)> {
-        live_set(
-            Discovery::os()
-                .scan(&self.claude, Scope::Live)
-                .unwrap()
-                .sessions
-                .iter(),
-        )
+        live_set(Discovery::os().live(&self.claude).unwrap().sessions.iter())
     }
 }
 
 /// Pids and session ids of sessions.
 pub(crate) fn live_set<'a>(
-    sessions: impl Iterator<Item = &'a claude_peer_resolve::Session>,
+    sessions: impl Iterator<Item = &'a claude_peer_resolve::LiveSession>,
 ) -> Vec<(u32, String)> {
     sessions
-        .map(|s| {
-            (
-                s.pid.unwrap().get(),
-                s.record.as_ref().unwrap().session_id.clone(),
-            )
-        })
+        .map(|s| (s.pid.get(), s.record.session_id.clone()))
         .collect()
 }
 
@@ -162,7 +151,7 @@ pub(crate) fn describe(event: &Event) -> (&'static str, u32, String) {
     let session = event.session();
     (
         event.as_str(),
-        session.pid.unwrap().get(),
-        session.record.as_ref().unwrap().session_id.clone(),
+        session.pid.get(),
+        session.record.session_id.clone(),
     )
 }

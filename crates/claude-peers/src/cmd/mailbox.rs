@@ -157,7 +157,7 @@ fn answer(mailbox: &mut Mailbox, line: Result<String, String>) -> Value {
     match mailbox.send(&send.session_id, &send.message, send.notify_when_idle) {
         Ok(delivered) => json!({
             "event": "sent", "id": request.id, "msg_id": delivered.msg_id,
-            "session": SessionJson::new(&delivered.session),
+            "session": SessionJson::addressable(&delivered.session),
         }),
         Err(err) => match err.refusal() {
             Some(refusal) => {

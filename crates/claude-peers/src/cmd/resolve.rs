@@ -10,17 +10,14 @@ use crate::view::SessionJson;
 pub(crate) fn run(home: &ClaudeHome, session_id: &str, out: &Output) -> Result<Exit, Failure> {
     let session = Discovery::os().resolve_live_session(home, session_id)?;
     if out.json {
-        out.json(&SessionJson::new(&session))?;
+        out.json(&SessionJson::addressable(&session))?;
     } else {
-        let record = session.record.as_ref();
         out.text(&format!(
             "{} is live and addressable: pid {}, name {}, socket {}.\n",
             session_id,
-            session.pid.map_or(0, claude_peer_registry::Pid::get),
-            record.and_then(|r| r.name.as_deref()).unwrap_or("(none)"),
-            record
-                .and_then(|r| r.messaging_socket_path.as_deref())
-                .unwrap_or("(none)"),
+            session.pid,
+            session.record.name.as_deref().unwrap_or("(none)"),
+            session.socket.display(),
         ))?;
     }
     Ok(Exit::Success)

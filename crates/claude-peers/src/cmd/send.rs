@@ -44,14 +44,9 @@ fn message(flag: Option<String>) -> Result<String, Failure> {
 }
 
 fn sentence(delivered: &Delivered) -> String {
-    let record = delivered.session.record.as_ref();
-    let name = record
-        .and_then(claude_peer_registry::Record::display_name)
-        .unwrap_or("the session");
-    let pid = delivered
-        .session
-        .pid
-        .map_or(0, claude_peer_registry::Pid::get);
+    let session = &delivered.session;
+    let name = session.record.display_name().unwrap_or("the session");
+    let pid = session.pid;
     let msg_id = delivered
         .msg_id
         .as_deref()

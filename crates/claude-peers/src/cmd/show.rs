@@ -26,7 +26,7 @@ fn human_show(session: &Session) -> String {
         |value: Option<u64>| value.map(|at| format!("{at} ({} ago)", crate::view::ago(now, at)));
     let list = |items: Vec<String>| (!items.is_empty()).then(|| items.join(", "));
     let addressable = match &session.addressability {
-        claude_peer_resolve::Addressability::Addressable => "yes".to_owned(),
+        claude_peer_resolve::Addressability::Addressable(_) => "yes".to_owned(),
         claude_peer_resolve::Addressability::NotAddressable(why) => format!("no: {why}"),
     };
     let fields: Vec<(&str, Option<String>)> = vec![

@@ -8,7 +8,7 @@ use std::io;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use claude_peer_registry::{ClaudeHome, Pid, Record};
+use claude_peer_registry::ClaudeHome;
 use claude_peer_watch::{Event, Watcher};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use serde::Serialize;
@@ -47,10 +47,10 @@ fn print(out: &Output, event: &Event) -> io::Result<()> {
     if out.json {
         return out.json(&EventJson {
             event: event.as_str(),
-            session: SessionJson::new(session),
+            session: SessionJson::live(session),
         });
     }
-    let record = session.record.as_ref();
+    let record = &session.record;
     let word = match event {
         Event::Appeared(_) => out.style.paint("32", "appeared"),
         Event::Vanished(_) => out.style.paint("31", "vanished"),
@@ -58,10 +58,10 @@ fn print(out: &Output, event: &Event) -> io::Result<()> {
     };
     out.text(&format!(
         "{word} {} pid {} {} {}\n",
-        record.and_then(Record::display_name).unwrap_or("-"),
-        session.pid.map_or(0, Pid::get),
-        status_text(record, now_ms()),
-        record.and_then(|r| r.cwd.as_deref()).unwrap_or("-"),
+        record.display_name().unwrap_or("-"),
+        session.pid,
+        status_text(Some(record), now_ms()),
+        record.cwd.as_deref().unwrap_or("-"),
     ))
 }
 

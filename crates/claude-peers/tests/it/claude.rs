@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use claude_peer_registry::ClaudeHome;
-use claude_peer_relay::{ClaudeRelay, Relay, Target};
-use claude_peer_resolve::{Discovery, RefusalKind};
+use claude_peer_relay::{ClaudeRelay, Courier, Relay, Target};
+use claude_peer_resolve::RefusalKind;
 use serde_json::Value;
 
 use crate::receiver::{Receiver, claude, parsed, wait_for};
@@ -158,13 +158,15 @@ fn an_unset_policy_reports_what_the_receiver_did_and_the_transcript_agrees() {
     }
 }
 
-/// A target of a live receiver, as a resolution gives it.
+/// A target of a live receiver, as a prepared send gives it.
 fn target_of(receiver: &Receiver) -> Target {
     let home = ClaudeHome::new(receiver.home.path());
-    let session = Discovery::os()
-        .resolve_live_session(&home, &receiver.session_id)
-        .unwrap();
-    Target::of(&home, &session).unwrap()
+    let courier =
+        Courier::os().with_managed_settings(receiver.home.path().join("no-managed-settings.json"));
+    courier
+        .prepare(&home, &receiver.session_id, "unsent")
+        .unwrap()
+        .target()
 }
 
 fn relay(runtime: &Path) -> ClaudeRelay {
