@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_registry::{ClaudeHome, MAX_RECORD_BYTES};
-use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_resolve::{Discovery, LiveSession, Scope};
 use claude_peer_testkit::registry::{Children, Machine, Registry};
 
 /// The argument that makes this binary measure one scan's peak memory and exit.
@@ -164,13 +164,14 @@ type OsDiscovery = Discovery<OsProcessTable, OsRegistryFs>;
 /// Our scan with `discovery`; returns the live pids and the number of entries reported.
 fn ours_scan(discovery: &OsDiscovery, home: &ClaudeHome, scope: Scope) -> (Vec<u32>, usize) {
     let scan = discovery.scan(home, scope).expect("scan the registry");
+    let reported = scan.sessions.len();
     let live = scan
         .sessions
-        .iter()
-        .filter(|s| s.is_live())
-        .map(|s| s.pid.expect("a live session has a pid").get())
+        .into_iter()
+        .filter_map(|s| LiveSession::try_from(s).ok())
+        .map(|s| s.pid.get())
         .collect();
-    (live, scan.sessions.len())
+    (live, reported)
 }
 
 fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {

@@ -3,7 +3,7 @@
 use std::fs;
 
 use claude_peer_registry::{EntryName, Record, classify_entry_name};
-use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_resolve::Discovery;
 use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs};
 use serde_json::Value;
 
@@ -37,15 +37,15 @@ fn the_live_set_equals_what_claude_agents_listed_for_every_real_fixture() {
             }
         }
         let scan = Discovery::new(processes, registry)
-            .scan(&fake_home(), Scope::Live)
+            .live(&fake_home())
             .unwrap();
         let ours: Vec<Value> = scan
             .sessions
             .iter()
             .map(|s| {
-                let r = s.record.as_ref().unwrap();
+                let r = &s.record;
                 let mut v = serde_json::json!({
-                    "pid": s.pid.unwrap().get(),
+                    "pid": s.pid.get(),
                     "sessionId": r.session_id,
                     "name": r.name,
                 });
