@@ -322,3 +322,40 @@ impl<'a> DeliveredJson<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use claude_peer_registry::{Pid, Record};
+    use claude_peer_resolve::{Addressability, AddressableSession, LiveSession, Session};
+
+    use super::SessionJson;
+
+    #[test]
+    fn a_live_or_resolved_session_shows_as_the_session_it_converts_to() {
+        let pid = Pid::new(4242).unwrap();
+        let body =
+            br#"{"sessionId":"s-1","name":"ada","cwd":"/w","messagingSocketPath":"/run/s.sock"}"#;
+        let resolved = AddressableSession {
+            file: "/h/sessions/4242.json".into(),
+            pid,
+            record: Record::parse(pid, body).unwrap(),
+            socket: "/run/s.sock".into(),
+        };
+        let not_addressable = LiveSession {
+            addressability: Addressability::NotAddressable("parked".into()),
+            ..resolved.clone().into()
+        };
+        let json = |view: SessionJson<'_>| serde_json::to_value(view).unwrap();
+        assert_eq!(
+            json(SessionJson::addressable(&resolved)),
+            json(SessionJson::new(&resolved.clone().into()))
+        );
+        for live in [resolved.clone().into(), not_addressable] {
+            let shown = Session::from(live.clone());
+            assert_eq!(
+                json(SessionJson::live(&live)),
+                json(SessionJson::new(&shown))
+            );
+        }
+    }
+}

@@ -1,5 +1,6 @@
 //! Properties on fakes: for random registries and process tables, the scan agrees
-//! with the decision table, and the live-only scan is the full scan filtered to live.
+//! with the decision table, the live-only scan is the full scan filtered to live, and
+//! its live entries are exactly the `LiveSession`s.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -10,7 +11,7 @@ use claude_peer_registry::{
     Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Rejection, Signal,
     classify_entry_name, judge,
 };
-use claude_peer_resolve::{Discovery, Rereads, Scope};
+use claude_peer_resolve::{Discovery, LiveSession, Rereads, Scope, Session};
 use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs};
 use claude_peer_testkit::strategy;
 use proptest::collection::vec;
@@ -214,6 +215,31 @@ proptest! {
             prop_assert_eq!(signal, Signal::Alive, "read {:?} although its pid is not alive", read);
         }
     }
+    #[test]
+    fn every_live_entry_and_no_other_is_a_live_session_and_converts_back_unchanged(
+        entries in vec(entry(), 0..8),
+        table in table(),
+    ) {
+        let full = build(&entries, &table).scan(&fake_home(), Scope::All).unwrap();
+        let live: Vec<Session> = full.sessions.iter().filter(|s| s.is_live()).cloned().collect();
+        for session in full.sessions {
+            let was_live = session.is_live();
+            match LiveSession::try_from(session.clone()) {
+                Ok(converted) => {
+                    prop_assert!(was_live, "{:?}", session);
+                    prop_assert_eq!(Session::from(converted), session);
+                }
+                Err(back) => {
+                    prop_assert!(!was_live, "{:?}", session);
+                    prop_assert_eq!(back, session);
+                }
+            }
+        }
+        let listed: Vec<Session> =
+            build(&entries, &table).live(&fake_home()).unwrap().sessions.into_iter().map(Session::from).collect();
+        prop_assert_eq!(listed, live);
+    }
+
     #[test]
     fn entries_hand_over_each_judged_entry_before_reading_the_next_and_add_up_to_the_scan(
         entries in vec(entry(), 0..8),
