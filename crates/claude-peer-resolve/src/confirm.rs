@@ -3,7 +3,7 @@
 use claude_peer_probe::{ProcessTable, RegistryFs};
 use claude_peer_registry::{ClaudeHome, Signal};
 
-use crate::{AddressableSession, Discovery, Error, LiveSession, Refusal, RefusalKind, Scope};
+use crate::{AddressableSession, Discovery, Error, LiveSession, RefusalKind, Scope};
 
 impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// Confirms that a session resolved a moment ago still runs, reading only its own
@@ -32,7 +32,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 Signal::NotPermitted => "this user may no longer signal it (EPERM)",
                 Signal::NoSuchProcess | Signal::Alive => "no process has it any more",
             };
-            return Err(refuse(
+            return Err(Error::refused(
                 RefusalKind::NotLive,
                 format!("pid {pid}, which ran session {id}, no longer runs: {why}"),
             ));
@@ -40,7 +40,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         // Judged exactly as a scan judges it: the same read, limits and rereads.
         let file = home.sessions_dir().join(format!("{pid}.json"));
         let Some(entry) = self.entry(home, pid, Scope::All)? else {
-            return Err(refuse(
+            return Err(Error::refused(
                 RefusalKind::NotLive,
                 format!(
                     "cannot confirm that pid {pid} still runs session {id}: its record `{}` is gone",
@@ -51,7 +51,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         let now = match LiveSession::try_from(entry) {
             Ok(live) => live,
             Err(entry) => {
-                return Err(refuse(
+                return Err(Error::refused(
                     RefusalKind::NotLive,
                     format!(
                         "pid {pid} no longer runs session {id}: its record is {} ({})",
@@ -62,7 +62,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             }
         };
         if now.record.session_id != before.session_id {
-            return Err(refuse(
+            return Err(Error::refused(
                 RefusalKind::NotLive,
                 format!(
                     "pid {pid} now runs session {} instead of {id} (after /clear or resume)",
@@ -71,7 +71,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             ));
         }
         if now.record.start_token() != before.start_token() {
-            return Err(refuse(
+            return Err(Error::refused(
                 RefusalKind::NotLive,
                 format!(
                     "the record of pid {pid} now names start token {}, not {}: another process wrote it",
@@ -81,7 +81,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             ));
         }
         if now.record.name != before.name {
-            return Err(refuse(
+            return Err(Error::refused(
                 RefusalKind::IdentityMismatch,
                 format!(
                     "session {id} was renamed from `{}` to `{}` since it was resolved; resolve it again",
@@ -91,7 +91,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             ));
         }
         if now.record.messaging_socket_path != before.messaging_socket_path {
-            return Err(refuse(
+            return Err(Error::refused(
                 RefusalKind::IdentityMismatch,
                 format!(
                     "session {id} now names the messaging socket `{}` instead of `{}`",
@@ -101,14 +101,10 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             ));
         }
         now.addressable().map_err(|why| {
-            refuse(
+            Error::refused(
                 RefusalKind::NotAddressable,
                 format!("session {id} is live but can no longer be messaged: {why}"),
             )
         })
     }
-}
-
-fn refuse(kind: RefusalKind, message: String) -> Error {
-    Error::Refused(Refusal { kind, message })
 }

@@ -67,6 +67,11 @@ pub enum Error {
 }
 
 impl Error {
+    /// The refusal `kind`, saying `message`.
+    pub(crate) const fn refused(kind: RefusalKind, message: String) -> Self {
+        Self::Refused(Refusal { kind, message })
+    }
+
     /// The refusal, when this error is one.
     #[must_use]
     pub const fn refusal(&self) -> Option<&Refusal> {

@@ -1,7 +1,7 @@
 use claude_peer_probe::{ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
 
-use crate::{AddressableSession, Discovery, Error, LiveSession, Refusal, RefusalKind, Scope};
+use crate::{AddressableSession, Discovery, Error, LiveSession, RefusalKind, Scope};
 
 impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// The one live, addressable session running `session_id` now.
@@ -19,7 +19,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         let live = self.live(home)?.sessions;
         let mut holders = live.iter().filter(|s| s.record.session_id == session_id);
         let Some(session) = holders.next() else {
-            return Err(refuse(
+            return Err(Error::refused(
                 RefusalKind::NotLive,
                 self.why_not_live(home, session_id),
             ));
@@ -29,7 +29,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 .iter()
                 .filter(|s| s.record.session_id == session_id)
                 .collect();
-            return Err(refuse(
+            return Err(Error::refused(
                 RefusalKind::IdentityMismatch,
                 format!(
                     "session {session_id} is claimed by {} live processes: {}",
@@ -44,7 +44,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 .filter(|s| s.pid != session.pid && name_of(s) == Some(name))
                 .collect();
             if !others.is_empty() {
-                return Err(refuse(
+                return Err(Error::refused(
                     RefusalKind::IdentityMismatch,
                     format!(
                         "its name `{name}` is also held by {}; a message by name could reach the wrong session",
@@ -66,12 +66,12 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         let live = self.live(home)?.sessions;
         let holders: Vec<&LiveSession> = live.iter().filter(|s| name_of(s) == Some(name)).collect();
         match holders.as_slice() {
-            [] => Err(refuse(
+            [] => Err(Error::refused(
                 RefusalKind::NotLive,
                 format!("no live session is named `{name}`"),
             )),
             [session] => addressable((*session).clone()),
-            several => Err(refuse(
+            several => Err(Error::refused(
                 RefusalKind::IdentityMismatch,
                 format!(
                     "{} live sessions are named `{name}`: {}",
@@ -135,13 +135,9 @@ fn describe(sessions: &[&LiveSession]) -> String {
 fn addressable(session: LiveSession) -> Result<AddressableSession, Error> {
     let id = session.record.session_id.clone();
     session.addressable().map_err(|why| {
-        refuse(
+        Error::refused(
             RefusalKind::NotAddressable,
             format!("session {id} is live but cannot be messaged: {why}"),
         )
     })
-}
-
-fn refuse(kind: RefusalKind, message: String) -> Error {
-    Error::Refused(Refusal { kind, message })
 }
