@@ -14,7 +14,7 @@ use claude_peer_registry::MAX_RECORD_BYTES;
 use rustix::fs::{AtFlags, CWD, Mode, OFlags, RawDir};
 use rustix::io::Errno;
 
-use crate::{DirEntry, DirStatus, FileKind, RecordFile, RegistryFs, SocketStatus};
+use crate::{DirStatus, FileKind, RecordFile, RegistryFs, SocketStatus};
 
 /// At most this many bytes of a record are ever read: one past the limit, so that
 /// "too large" is seen without reading the rest.
@@ -50,10 +50,9 @@ impl RegistryFs for OsRegistryFs {
         Ok(rustix::fs::open(dir, flags, Mode::empty())?)
     }
 
-    fn list(&self, dir: &OwnedFd) -> io::Result<Vec<DirEntry>> {
+    fn list(&self, dir: &OwnedFd, each: &mut dyn FnMut(&OsStr, FileKind)) -> io::Result<()> {
         let mut buf = Vec::with_capacity(LIST_BUF);
         let mut raw = RawDir::new(dir, buf.spare_capacity_mut());
-        let mut entries = Vec::new();
         while let Some(entry) = raw.next() {
             let entry = entry?;
             let name = OsStr::from_bytes(entry.file_name().to_bytes());
@@ -73,12 +72,9 @@ impl RegistryFs for OsRegistryFs {
                 }
                 file_type => kind_of_type(file_type),
             };
-            entries.push(DirEntry {
-                name: name.to_owned(),
-                kind,
-            });
+            each(name, kind);
         }
-        Ok(entries)
+        Ok(())
     }
 
     fn read_record(&self, path: &Path) -> io::Result<RecordFile> {

@@ -68,10 +68,12 @@ pub struct Reader {
     pub pid_domain: Option<String>,
 }
 
-/// The pids that existed at one moment: every process and every thread of one.
+/// The pids that existed at one moment: every process, and with
+/// [`Counting::ProcessesAndThreads`] every thread of one.
 ///
-/// A pid not in it answered `kill(pid, 0)` with `ESRCH` at that moment, so a scan
-/// signals only the pids in it.
+/// A pid not in it answered `kill(pid, 0)` with `ESRCH` at that moment (or, when only
+/// processes were counted, was at most a thread's id), so a scan signals only the pids
+/// in it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Census {
     /// Sorted, without duplicates.
@@ -106,18 +108,29 @@ impl Census {
     }
 }
 
+/// Which pids a [`Census`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Counting {
+    /// Thread-group leaders only: enough to find live sessions, since a thread's id is
+    /// never one, and one listing of `/proc` finds them all.
+    Processes,
+    /// Every process and every thread of one: each pid `kill(pid, 0)` would find, so
+    /// every leftover gets the very verdict signalling it would give.
+    ProcessesAndThreads,
+}
+
 /// The process table, as far as the registry needs it. `Sync`: a scan judges many
 /// live records on several threads at once.
 pub trait ProcessTable: Sync {
     /// `kill(pid, 0)`. Never called for anything but a [`Pid`], so never for a group.
     fn signal(&self, pid: Pid) -> Signal;
 
-    /// Every pid that exists now, learned at once, when that costs less than signalling
-    /// `records` pids one by one; `None` when it would not, or when this table cannot
-    /// see every process (then each pid is signalled, and `EPERM` still tells a hidden
-    /// process from none). By default, `None`.
-    fn census(&self, records: usize) -> Option<Census> {
-        let _ = records;
+    /// The pids that exist now, as `counting` says, learned at once when that costs
+    /// less than signalling `records` pids one by one; `None` when it would not, or when
+    /// this table cannot see every process (then each pid is signalled, and `EPERM`
+    /// still tells a hidden process from none). By default, `None`.
+    fn census(&self, records: usize, counting: Counting) -> Option<Census> {
+        let _ = (records, counting);
         None
     }
 
@@ -178,15 +191,6 @@ pub struct DirStatus {
     pub mode: u32,
 }
 
-/// One directory entry, typed without following links.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirEntry {
-    /// The entry's file name.
-    pub name: OsString,
-    /// What it is.
-    pub kind: FileKind,
-}
-
 /// What opening a record file gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordFile {
@@ -230,8 +234,10 @@ pub trait RegistryFs: Sync {
     /// Opens the registry directory at `dir`.
     fn open_dir(&self, dir: &Path) -> io::Result<Self::Dir>;
 
-    /// The directory's entries (no `.`/`..`), typed without following links.
-    fn list(&self, dir: &Self::Dir) -> io::Result<Vec<DirEntry>>;
+    /// Hands each of the directory's entries (no `.`/`..`) to `each`, with its type
+    /// seen without following links. A name is lent, not allocated: a registry of
+    /// 10,000 leftovers is listed without 10,000 strings made and dropped.
+    fn list(&self, dir: &Self::Dir, each: &mut dyn FnMut(&OsStr, FileKind)) -> io::Result<()>;
 
     /// Opens `path` without following links and without blocking, and reads at most
     /// `MAX_RECORD_BYTES + 1` bytes if it is a regular file no larger than the limit.

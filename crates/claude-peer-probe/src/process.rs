@@ -3,7 +3,7 @@
 use claude_peer_registry::{Pid, ProcessFacts, Signal};
 use rustix::io::Errno;
 
-use crate::{Census, ProcessTable, Reader};
+use crate::{Census, Counting, ProcessTable, Reader};
 
 /// The process table of the running OS.
 ///
@@ -105,19 +105,21 @@ impl ProcessTable for OsProcessTable {
         }
     }
 
-    /// From 1,024 records on, and when they number at least four times the processes
-    /// `/proc` lists (listing one process's threads costs four system calls, signalling
-    /// one record one), the pids are learned from `/proc`: the processes it lists and
-    /// the threads in each one's `task/`. Never where `/proc` is mounted with `hidepid`
-    /// (it hides other users' processes) or a `task/` cannot be listed.
-    fn census(&self, records: usize) -> Option<Census> {
+    /// From 1,024 records on, the pids are learned from `/proc` when that is cheaper
+    /// than signalling each record: one listing of `/proc` when records outnumber the
+    /// processes it lists; with threads, also the `task/` of each process with several,
+    /// when records number at least four times the processes (listing one process's
+    /// threads costs up to four system calls, signalling one record one). Never where
+    /// `/proc` is mounted with `hidepid` (it hides other users' processes) or a `task/`
+    /// cannot be listed.
+    fn census(&self, records: usize, counting: Counting) -> Option<Census> {
         #[cfg(target_os = "linux")]
         {
-            linux::census(records)
+            linux::census(records, counting)
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = records;
+            let _ = (records, counting);
             None
         }
     }
@@ -163,7 +165,7 @@ mod linux {
     use rustix::io::Errno;
     use rustix::process::PidfdFlags;
 
-    use crate::{Census, proc_stat};
+    use crate::{Census, Counting, proc_stat};
 
     /// `/proc/<pid>/stat` is one line well under this.
     const STAT_BUF: usize = 4096;
@@ -445,7 +447,7 @@ mod linux {
     /// `/proc/self/mountinfo` is a few KiB; one that does not fit is not parsed.
     const MOUNTINFO_BUF: usize = 256 * 1024;
 
-    pub(super) fn census(records: usize) -> Option<Census> {
+    pub(super) fn census(records: usize, counting: Counting) -> Option<Census> {
         if records < CENSUS_FLOOR {
             return None;
         }
@@ -456,8 +458,15 @@ mod linux {
             return None;
         }
         let leaders = pids_in(Dir::read_from(proc_dir).ok()?)?;
-        if records < CALLS_PER_PROCESS.saturating_mul(leaders.len()) {
+        let calls_per_process = match counting {
+            Counting::Processes => 1,
+            Counting::ProcessesAndThreads => CALLS_PER_PROCESS,
+        };
+        if records < calls_per_process.saturating_mul(leaders.len()) {
             return None;
+        }
+        if counting == Counting::Processes {
+            return Some(Census::new(leaders));
         }
         let mut path = PathBuf::new();
         let mut pids = leaders.clone();

@@ -1,16 +1,18 @@
 use std::collections::VecDeque;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
 use std::num::NonZero;
 use std::panic;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
 use claude_peer_probe::{
-    Census, DirStatus, FileKind, OsProcessTable, OsRegistryFs, ProcessTable, Reader, RecordFile,
-    RegistryFs, SocketStatus,
+    Census, Counting, DirStatus, FileKind, OsProcessTable, OsRegistryFs, ProcessTable, Reader,
+    RecordFile, RegistryFs, SocketStatus,
 };
 use claude_peer_registry::{
     ClaudeHome, Contents, EntryName, Liveness, MAX_RECORD_BYTES, Pid, ProcessFacts, Record,
@@ -219,8 +221,9 @@ pub struct Entries<'d, P, F: RegistryFs> {
     records: std::vec::IntoIter<(Pid, FileKind)>,
     /// Records signalled ahead, each judged on its `next()`.
     ahead: VecDeque<(Pid, FileKind, Signal)>,
-    /// Entries judged ahead on several threads, handed over in order.
-    judged: VecDeque<Session>,
+    /// Entries judged ahead on several threads, in order; a slot stays empty where its
+    /// record turned out to be no entry (removed since it was listed, or not live).
+    judged: std::vec::IntoIter<OnceLock<Session>>,
     /// The cores to judge on, learned when first needed.
     cores: Option<usize>,
     rejected: std::vec::IntoIter<(OsString, Rejection)>,
@@ -244,11 +247,14 @@ impl<P, F: RegistryFs> Entries<'_, P, F> {
     }
 }
 
-/// Records judged together, at most: the most a scan holds ahead of its caller.
-const BATCH: usize = 256;
+/// Records judged together, at most: the most a scan holds ahead of its caller. Large
+/// enough that a scan of a few hundred live sessions starts one thread, not one per
+/// small batch: waking another core can take a millisecond or two here.
+const BATCH: usize = 1024;
 /// Records per thread, at least, for another thread to pay for itself: a live record
-/// costs about 15 µs to judge, starting a thread about as much as two.
-const PER_THREAD: usize = 32;
+/// costs about 15 µs to judge, so 128 of them take about as long as a thread can take
+/// to start.
+const PER_THREAD: usize = 128;
 
 impl<P: ProcessTable, F: RegistryFs> Entries<'_, P, F> {
     /// Signals records until [`BATCH`] of them need reading (for a live-only scan, the
@@ -278,27 +284,34 @@ impl<P: ProcessTable, F: RegistryFs> Entries<'_, P, F> {
         let threads = cores.min(self.ahead.len() / PER_THREAD);
         if threads > 1 {
             let batch: Vec<_> = self.ahead.drain(..).collect();
+            // One slot per record, filled in place: no judged entry is moved or sorted.
+            let slots: Vec<OnceLock<Session>> = batch.iter().map(|_| OnceLock::new()).collect();
             let this = &*self;
-            let judge = |part: &[(Pid, FileKind, Signal)]| -> Vec<Session> {
-                part.iter()
-                    .filter_map(|&(pid, kind, signal)| this.judge(pid, kind, signal, status))
-                    .collect()
-            };
-            let mut parts = batch.chunks(batch.len().div_ceil(threads));
-            let first = parts.next().unwrap_or_default();
-            let judged = thread::scope(|scope| {
-                let others: Vec<_> = parts.map(|part| scope.spawn(move || judge(part))).collect();
-                let mut judged = judge(first);
-                for other in others {
-                    judged.extend(
-                        other
-                            .join()
-                            .unwrap_or_else(|panic| panic::resume_unwind(panic)),
-                    );
+            // Each thread takes the next unjudged record until none is left, so a thread
+            // that starts late (waking another core can take milliseconds) only takes
+            // fewer, and never holds the others up.
+            let next = AtomicUsize::new(0);
+            let judge = || {
+                let mut at = next.fetch_add(1, Ordering::Relaxed);
+                while let (Some(&(pid, kind, signal)), Some(slot)) = (batch.get(at), slots.get(at))
+                {
+                    if let Some(session) = this.judge(pid, kind, signal, status) {
+                        // Each index is taken once, so each slot is set once.
+                        let _ = slot.set(session);
+                    }
+                    at = next.fetch_add(1, Ordering::Relaxed);
                 }
-                judged
+            };
+            thread::scope(|scope| {
+                let others: Vec<_> = (1..threads).map(|_| scope.spawn(judge)).collect();
+                judge();
+                for other in others {
+                    other
+                        .join()
+                        .unwrap_or_else(|panic| panic::resume_unwind(panic));
+                }
             });
-            self.judged.extend(judged);
+            self.judged = slots.into_iter();
         }
         any
     }
@@ -325,7 +338,7 @@ impl<P: ProcessTable, F: RegistryFs> Iterator for Entries<'_, P, F> {
     fn next(&mut self) -> Option<Session> {
         let status = self.status?;
         loop {
-            if let Some(session) = self.judged.pop_front() {
+            if let Some(session) = self.judged.find_map(OnceLock::into_inner) {
                 return Some(session);
             }
             if let Some((pid, kind, signal)) = self.ahead.pop_front() {
@@ -420,7 +433,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// Reads the registry afresh and judges its entries as the iterator is advanced, in
     /// the order of [`Scan::sessions`]: memory stays flat however many records the
     /// registry holds (only the names are kept, a few bytes each, to sort them, and at
-    /// most 256 entries judged ahead). Many live records are judged together across
+    /// most 1,024 entries judged ahead). Many live records are judged together across
     /// the cores; a few, one per `next()`. Each entry is judged exactly as
     /// [`Discovery::scan`] judges it. A registry
     /// that does not exist gives no entries; one that exists but cannot be listed is an
@@ -439,7 +452,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             warnings: Vec::new(),
             records: Vec::new().into_iter(),
             ahead: VecDeque::new(),
-            judged: VecDeque::new(),
+            judged: Vec::new().into_iter(),
             cores: None,
             rejected: Vec::new().into_iter(),
             census: None,
@@ -450,32 +463,36 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         let Some(status) = self.fs.dir_status(&dir).map_err(registry_error)? else {
             return Ok(entries);
         };
-        let listed = match self.fs.open_dir(&dir).and_then(|handle| {
-            let listed = self.fs.list(&handle)?;
+        let (mut records, mut rejected) = (Vec::new(), Vec::new());
+        let mut classify = |name: &OsStr, kind| match classify_entry_name(name) {
+            EntryName::NotARecord => {}
+            EntryName::Rejected(rejection) => {
+                if scope == Scope::All {
+                    rejected.push((name.to_owned(), rejection));
+                }
+            }
+            EntryName::Record(pid) => records.push((pid, kind)),
+        };
+        let listed = self.fs.open_dir(&dir).and_then(|handle| {
+            self.fs.list(&handle, &mut classify)?;
             entries.handle = Some(handle);
-            Ok(listed)
-        }) {
-            Ok(listed) => listed,
+            Ok(())
+        });
+        match listed {
+            Ok(()) => {}
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(entries),
             Err(err) => return Err(registry_error(err)),
-        };
-        let (mut records, mut rejected) = (Vec::new(), Vec::new());
-        for entry in listed {
-            match classify_entry_name(&entry.name) {
-                EntryName::NotARecord => {}
-                EntryName::Rejected(rejection) => {
-                    if scope == Scope::All {
-                        rejected.push((entry.name, rejection));
-                    }
-                }
-                EntryName::Record(pid) => records.push((pid, entry.kind)),
-            }
         }
         records.sort_unstable_by_key(|(pid, _)| *pid);
         rejected.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         entries.warnings = warnings(&dir, &status, entries.reader.uid);
         entries.status = Some(status);
-        entries.census = self.processes.census(records.len());
+        // A live-only scan needs no thread ids: a thread is never a live session.
+        let counting = match scope {
+            Scope::Live => Counting::Processes,
+            Scope::All => Counting::ProcessesAndThreads,
+        };
+        entries.census = self.processes.census(records.len(), counting);
         entries.records = records.into_iter();
         entries.rejected = rejected.into_iter();
         Ok(entries)

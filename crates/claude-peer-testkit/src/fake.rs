@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use claude_peer_probe::{
-    Census, DirEntry, DirStatus, FileKind, Notice, Notifier, ProcessTable, Reader, RecordFile,
+    Census, Counting, DirStatus, FileKind, Notice, Notifier, ProcessTable, Reader, RecordFile,
     RegistryFs, SocketStatus,
 };
 use claude_peer_registry::{Pid, ProcessFacts, Signal};
@@ -60,12 +60,17 @@ impl ProcessTable for FakeProcessTable {
     }
 
     /// A fake table sees every process: its census is every pid that answers the
-    /// signal (alive or not permitted), whatever the number of records.
-    fn census(&self, _records: usize) -> Option<Census> {
+    /// signal (alive or not permitted), whatever the number of records; counting
+    /// processes only, none known to be a thread.
+    fn census(&self, _records: usize, counting: Counting) -> Option<Census> {
         Some(Census::new(
             self.processes
                 .iter()
                 .filter(|(_, facts)| facts.signal != Signal::NoSuchProcess)
+                .filter(|(_, facts)| {
+                    counting == Counting::ProcessesAndThreads
+                        || facts.thread_group_leader != Some(false)
+                })
                 .map(|(pid, _)| *pid),
         ))
     }
@@ -177,18 +182,14 @@ impl RegistryFs for FakeRegistryFs {
         Ok(dir.to_owned())
     }
 
-    fn list(&self, _dir: &PathBuf) -> io::Result<Vec<DirEntry>> {
+    fn list(&self, _dir: &PathBuf, each: &mut dyn FnMut(&OsStr, FileKind)) -> io::Result<()> {
         if self.dir.is_none() {
             return Err(io::ErrorKind::NotFound.into());
         }
-        Ok(self
-            .files
-            .iter()
-            .map(|(name, file)| DirEntry {
-                name: name.clone(),
-                kind: file.kind,
-            })
-            .collect())
+        for (name, file) in &self.files {
+            each(name, file.kind);
+        }
+        Ok(())
     }
 
     fn read_record(&self, path: &Path) -> io::Result<RecordFile> {
@@ -265,8 +266,8 @@ impl<T: ProcessTable + Send> ProcessTable for Shared<T> {
         lock(&self.0).signal(pid)
     }
 
-    fn census(&self, records: usize) -> Option<Census> {
-        lock(&self.0).census(records)
+    fn census(&self, records: usize, counting: Counting) -> Option<Census> {
+        lock(&self.0).census(records, counting)
     }
 
     fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {
@@ -289,8 +290,8 @@ impl<T: RegistryFs + Send> RegistryFs for Shared<T> {
         lock(&self.0).open_dir(dir)
     }
 
-    fn list(&self, dir: &T::Dir) -> io::Result<Vec<DirEntry>> {
-        lock(&self.0).list(dir)
+    fn list(&self, dir: &T::Dir, each: &mut dyn FnMut(&OsStr, FileKind)) -> io::Result<()> {
+        lock(&self.0).list(dir, each)
     }
 
     fn read_record(&self, path: &Path) -> io::Result<RecordFile> {

@@ -1,5 +1,6 @@
 //! `OsRegistryFs` against real files: FIFOs, links, devices, sparse and foreign files.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write as _;
 use std::os::unix::fs::{PermissionsExt as _, symlink};
@@ -8,7 +9,7 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
-use claude_peer_probe::{DirEntry, FileKind, OsRegistryFs, RegistryFs, SocketStatus};
+use claude_peer_probe::{FileKind, OsRegistryFs, RegistryFs, SocketStatus};
 use claude_peer_registry::MAX_RECORD_BYTES;
 use rustix::fs::{CWD, FileType, Mode};
 
@@ -223,6 +224,17 @@ fn socket_status_reports_other_things_and_absence_by_lstat_only() {
     );
 }
 
+/// Every entry `list` hands over, with its kind.
+fn listed(dir: &Path) -> Vec<(OsString, FileKind)> {
+    let fs = OsRegistryFs::new();
+    let mut entries = Vec::new();
+    fs.list(&fs.open_dir(dir).unwrap(), &mut |name, kind| {
+        entries.push((name.to_owned(), kind));
+    })
+    .unwrap();
+    entries
+}
+
 #[test]
 fn list_types_every_entry_without_following_links() {
     let dir = tempfile::tempdir().unwrap();
@@ -234,12 +246,9 @@ fn list_types_every_entry_without_following_links() {
     std::fs::create_dir(d.join("sub")).unwrap();
 
     let fs = OsRegistryFs::new();
-    let mut entries = fs.list(&fs.open_dir(d).unwrap()).unwrap();
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    let entry = |name: &str, kind| DirEntry {
-        name: name.into(),
-        kind,
-    };
+    let mut entries = listed(d);
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let entry = |name: &str, kind| (OsString::from(name), kind);
     assert_eq!(
         entries,
         [
@@ -269,7 +278,7 @@ fn list_types_every_entry_without_following_links() {
 fn list_of_an_empty_directory_is_empty_and_of_a_missing_one_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let fs = OsRegistryFs::new();
-    assert_eq!(fs.list(&fs.open_dir(dir.path()).unwrap()).unwrap(), []);
+    assert_eq!(listed(dir.path()), []);
     let err = fs.open_dir(&dir.path().join("missing")).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
 }

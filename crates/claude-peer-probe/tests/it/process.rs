@@ -4,7 +4,7 @@ use std::process::{Child, Command};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
-use claude_peer_probe::{OsProcessTable, ProcessTable};
+use claude_peer_probe::{Counting, OsProcessTable, ProcessTable};
 use claude_peer_registry::{Pid, ProcessFacts, ProcessState, Signal};
 use rustix::process::{WaitId, WaitIdOptions};
 
@@ -479,12 +479,17 @@ fn a_default_table_pins_every_live_process_it_is_asked_about_within_its_limit() 
 #[test]
 fn a_census_holds_every_pid_that_answers_the_signal_and_none_that_does_not() {
     let table = OsProcessTable::new();
-    assert_eq!(
-        table.census(1023),
-        None,
-        "a thousand records are signalled one by one"
-    );
-    if table.census(usize::MAX).is_none() {
+    for counting in [Counting::Processes, Counting::ProcessesAndThreads] {
+        assert_eq!(
+            table.census(1023, counting),
+            None,
+            "a thousand records are signalled one by one"
+        );
+    }
+    if table
+        .census(usize::MAX, Counting::ProcessesAndThreads)
+        .is_none()
+    {
         // Only where /proc hides processes (hidepid) or lists another's threads not.
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         assert!(
@@ -500,7 +505,10 @@ fn a_census_holds_every_pid_that_answers_the_signal_and_none_that_does_not() {
     let mut reaped = Command::new("true").spawn().unwrap();
     let gone = Pid::new(reaped.id()).unwrap();
     reaped.wait().unwrap();
-    let census = table.census(usize::MAX).unwrap();
+    let census = table
+        .census(usize::MAX, Counting::ProcessesAndThreads)
+        .unwrap();
+    let processes = table.census(usize::MAX, Counting::Processes).unwrap();
     let me = Pid::new(std::process::id()).unwrap();
     for (pid, what) in [
         (me, "this process"),
@@ -514,10 +522,16 @@ fn a_census_holds_every_pid_that_answers_the_signal_and_none_that_does_not() {
             "{what} answers the signal"
         );
         assert!(census.contains(pid), "{what} ({pid}) is in the census");
+        let a_process = pid != thread.tid;
+        assert_eq!(
+            processes.contains(pid),
+            a_process,
+            "{what} ({pid}) is in a census of processes only if it is one"
+        );
     }
     assert_eq!(table.signal(gone), Signal::NoSuchProcess);
     assert!(
-        !census.contains(gone),
+        !census.contains(gone) && !processes.contains(gone),
         "a reaped child is not in the census"
     );
     drop(thread);

@@ -388,7 +388,7 @@ fn keys_heartbeats_and_temporary_files_are_never_listed() {
 
 #[test]
 fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid() {
-    use claude_peer_probe::{OsProcessTable, ProcessTable};
+    use claude_peer_probe::{Counting, OsProcessTable, ProcessTable};
     let home = Home::new();
     let live = Sleeper::spawn();
     home.record(live.pid(), "live", None, None);
@@ -420,7 +420,12 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
         let pid = 4_194_305 + u32::try_from(i).unwrap();
         home.write(pid, &format!(r#"{{"pid":{pid},"sessionId":"d"}}"#));
     }
-    if OsProcessTable::new().census(leftovers).is_none() {
+    let table = OsProcessTable::new();
+    if table
+        .census(leftovers, Counting::ProcessesAndThreads)
+        .is_none()
+        || table.census(leftovers, Counting::Processes).is_none()
+    {
         let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap();
         assert!(
             mountinfo.contains("hidepid="),
@@ -455,6 +460,12 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
             .unwrap();
         assert_eq!(one.as_ref(), Some(session), "an entry judged alone agrees");
     }
+    // A live-only scan counts processes only: the thread's record is left out as the
+    // full scan's `recycled` verdict says it must be, and nothing else changes.
+    let live_only = discovery.scan(&home.home, Scope::Live).unwrap();
+    let live_part: Vec<_> = scan.sessions.iter().filter(|s| s.is_live()).collect();
+    assert_eq!(live_only.sessions.iter().collect::<Vec<_>>(), live_part);
+    assert_eq!(live_only.sessions.len(), 1);
     done_tx.send(()).unwrap();
     thread.join().unwrap();
     zombie.wait().unwrap();
