@@ -199,6 +199,9 @@ mod linux {
         /// Cleared when `pidfd_open` turns out to be unavailable (before Linux 5.3,
         /// or filtered by seccomp); nothing is pinned then.
         pub(super) pidfd_usable: AtomicBool,
+        /// Whether this table pins at all: fixed when it is made, so a table that never
+        /// pins never takes the lock its judging threads would share.
+        pins_any: bool,
         pins: Mutex<Pins>,
     }
 
@@ -223,6 +226,7 @@ mod linux {
         pub(super) fn new(limit: usize) -> Self {
             Self {
                 pidfd_usable: AtomicBool::new(true),
+                pins_any: limit > 0,
                 pins: Mutex::new(Pins {
                     by_pid: HashMap::new(),
                     limit,
@@ -242,13 +246,11 @@ mod linux {
             self.pins().by_pid.len()
         }
 
-        /// Whether this table pins at all.
-        fn pins_any(&self) -> bool {
-            self.pins().limit > 0
-        }
-
         /// The pinned facts of `pid`, if it is pinned and its process has not exited.
         fn pinned_facts(&self, pid: Pid) -> Option<ProcessFacts> {
+            if !self.pins_any {
+                return None;
+            }
             let mut pins = self.pins();
             let pinned = pins.by_pid.get(&pid)?;
             if exited(&pinned.pidfd) {
@@ -422,7 +424,7 @@ mod linux {
         /// A pidfd of `pid`'s process, to pin it, when this table pins and `pid` is a
         /// thread-group leader (`pidfd_open` refuses thread ids).
         fn pidfd_to_pin(&self, pid: Pid) -> Option<OwnedFd> {
-            if !self.pins_any() || !self.pidfd_usable.load(Ordering::Relaxed) {
+            if !self.pins_any || !self.pidfd_usable.load(Ordering::Relaxed) {
                 return None;
             }
             let target = rustix::process::Pid::from_raw(pid.as_i32())?;
