@@ -42,8 +42,90 @@ const OPTIONAL_FIELDS: &[&str] = &[
     "asksForConvertedSkills",
 ];
 
+/// The object `text` with `"cwd":0` given twice first. A name given twice is always
+/// resolved through a parsed `Value`, where the later one wins (`cwd` of `text`, else
+/// `0`, which as a wrong type leaves `cwd` unset), so it must read as `text` does.
+fn with_a_duplicate_first(text: &str) -> String {
+    let rest = text.strip_prefix('{').expect("an object");
+    let comma = if rest.trim_start().starts_with('}') {
+        ""
+    } else {
+        ","
+    };
+    format!(r#"{{"cwd":0,"cwd":0{comma}{rest}"#)
+}
+
+/// A record read straight from `text` equals the one read through a `Value`; a
+/// rejection is the same rejection.
+fn reads_the_same_both_ways(pid: Pid, text: &str) -> Result<(), TestCaseError> {
+    let direct = Record::parse(pid, text.as_bytes());
+    let through_value = Record::parse(pid, with_a_duplicate_first(text).as_bytes());
+    match (&direct, &through_value) {
+        (Ok(direct), Ok(through_value)) => prop_assert_eq!(direct, through_value),
+        (Err(direct), Err(through_value)) => prop_assert_eq!(
+            std::mem::discriminant(direct),
+            std::mem::discriminant(through_value),
+            "{} / {}",
+            direct,
+            through_value
+        ),
+        _ => prop_assert!(false, "{text}: {direct:?} but {through_value:?}"),
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn a_record_reads_the_same_straight_from_its_bytes_and_through_a_value(
+        record in strategy::record(),
+        field in proptest::sample::select(OPTIONAL_FIELDS),
+        value in strategy::json_value(),
+        change in any::<bool>(),
+        body_pid in prop_oneof![
+            Just(None),
+            Just(Some(Value::Null)),
+            any::<u32>().prop_map(|pid| Some(pid.into())),
+            any::<u32>().prop_map(|pid| Some(f64::from(pid).into())),
+        ],
+    ) {
+        let mut body: Value = serde_json::from_str(&record.to_json()).unwrap();
+        if change {
+            body[field] = value;
+        }
+        match body_pid {
+            // The file's pid in the body, as Claude Code writes it.
+            None => {}
+            Some(Value::Null) => {
+                body.as_object_mut().unwrap().remove("pid");
+            }
+            Some(pid) => body["pid"] = pid,
+        }
+        reads_the_same_both_ways(record.pid, &body.to_string())?;
+    }
+
+    #[test]
+    fn any_object_reads_the_same_straight_from_its_bytes_and_through_a_value(
+        value in strategy::json_value(),
+        session_id in proptest::option::of(prop_oneof![
+            Just(json!("")),
+            Just(json!("75c834bc-f549-4085-a152-f9973dc50b30")),
+            strategy::json_value(),
+        ]),
+        raw_pid in 2_u32..100_000,
+    ) {
+        let mut body = match value {
+            Value::Object(fields) => Value::Object(fields),
+            other => json!({ "agent": other }),
+        };
+        if let Some(id) = session_id {
+            body["sessionId"] = id;
+        }
+        // The file's pid, as Claude Code writes it: without one nothing is read straight.
+        body["pid"] = raw_pid.into();
+        reads_the_same_both_ways(Pid::new(raw_pid).unwrap(), &body.to_string())?;
+    }
 
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048), raw_pid in 2_u32..100_000) {
