@@ -221,9 +221,10 @@ pub struct Entries<'d, P, F: RegistryFs> {
     records: std::vec::IntoIter<(Pid, FileKind)>,
     /// Records signalled ahead, each judged on its `next()`.
     ahead: VecDeque<(Pid, FileKind, Signal)>,
-    /// Entries judged ahead on several threads, in order; a slot stays empty where its
-    /// record turned out to be no entry (removed since it was listed, or not live).
-    judged: std::vec::IntoIter<OnceLock<Session>>,
+    /// Records judged ahead on several threads, in order, each with its entry; a slot
+    /// stays empty where the record turned out to be no entry (removed since it was
+    /// listed, or not live).
+    judged: std::vec::IntoIter<((Pid, FileKind, Signal), OnceLock<Session>)>,
     /// The cores to judge on, learned when first needed.
     cores: Option<usize>,
     rejected: std::vec::IntoIter<(OsString, Rejection)>,
@@ -283,23 +284,26 @@ impl<P: ProcessTable, F: RegistryFs> Entries<'_, P, F> {
             .get_or_insert_with(|| thread::available_parallelism().map_or(1, NonZero::get));
         let threads = cores.min(self.ahead.len() / PER_THREAD);
         if threads > 1 {
-            let batch: Vec<_> = self.ahead.drain(..).collect();
-            // One slot per record, filled in place: no judged entry is moved or sorted.
-            let slots: Vec<OnceLock<Session>> = batch.iter().map(|_| OnceLock::new()).collect();
+            // Each record with the slot its entry is judged into, in place: no judged
+            // entry is moved or sorted.
+            let batch: Vec<_> = self
+                .ahead
+                .drain(..)
+                .map(|record| (record, OnceLock::new()))
+                .collect();
             let this = &*self;
             // Each thread takes the next unjudged record until none is left, so a thread
             // that starts late (waking another core can take milliseconds) only takes
             // fewer, and never holds the others up.
             let next = AtomicUsize::new(0);
             let judge = || {
-                let mut at = next.fetch_add(1, Ordering::Relaxed);
-                while let (Some(&(pid, kind, signal)), Some(slot)) = (batch.get(at), slots.get(at))
+                while let Some(&((pid, kind, signal), ref slot)) =
+                    batch.get(next.fetch_add(1, Ordering::Relaxed))
                 {
                     if let Some(session) = this.judge(pid, kind, signal, status) {
-                        // Each index is taken once, so each slot is set once.
+                        // Each record is taken once, so each slot is set once.
                         let _ = slot.set(session);
                     }
-                    at = next.fetch_add(1, Ordering::Relaxed);
                 }
             };
             thread::scope(|scope| {
@@ -311,7 +315,7 @@ impl<P: ProcessTable, F: RegistryFs> Entries<'_, P, F> {
                         .unwrap_or_else(|panic| panic::resume_unwind(panic));
                 }
             });
-            self.judged = slots.into_iter();
+            self.judged = batch.into_iter();
         }
         any
     }
@@ -338,7 +342,7 @@ impl<P: ProcessTable, F: RegistryFs> Iterator for Entries<'_, P, F> {
     fn next(&mut self) -> Option<Session> {
         let status = self.status?;
         loop {
-            if let Some(session) = self.judged.find_map(OnceLock::into_inner) {
+            if let Some(session) = self.judged.find_map(|(_, slot)| slot.into_inner()) {
                 return Some(session);
             }
             if let Some((pid, kind, signal)) = self.ahead.pop_front() {

@@ -96,6 +96,61 @@ fn entry() -> impl Strategy<Value = GenEntry> {
         })
 }
 
+/// A record file of `pid`, any kind and owner, read whole, torn or wrong.
+fn file_of(pid: u32) -> impl Strategy<Value = FakeFile> {
+    let kind = prop_oneof![
+        8 => Just(FileKind::Regular),
+        1 => Just(FileKind::Fifo),
+        1 => Just(FileKind::Symlink),
+    ];
+    let owner = prop_oneof![9 => Just(UID), 1 => Just(UID + 1)];
+    let modified = proptest::option::of(strategy::time());
+    (
+        kind,
+        owner,
+        body(pid),
+        proptest::option::of(body(pid)),
+        modified,
+    )
+        .prop_map(|(kind, owner, first, second, modified)| {
+            let mut reads = vec![first];
+            reads.extend(second);
+            FakeFile {
+                kind,
+                owner,
+                modified,
+                reads,
+            }
+        })
+}
+
+/// Hundreds of records of distinct pids, most of them of processes of any facts: more
+/// than one batch, each judged on several threads where there are cores for them.
+fn many() -> impl Strategy<Value = (Vec<GenEntry>, HashMap<u32, ProcessFacts>)> {
+    (260_u32..1400).prop_flat_map(|records| {
+        let each: Vec<_> = (10..10 + records)
+            .map(|pid| {
+                let facts = proptest::option::weighted(0.8, strategy::process_facts());
+                (file_of(pid), facts).prop_map(move |(file, facts)| (pid, file, facts))
+            })
+            .collect();
+        each.prop_map(|each| {
+            let mut table = HashMap::new();
+            let entries = each
+                .into_iter()
+                .map(|(pid, file, facts)| {
+                    table.extend(facts.map(|facts| (pid, facts)));
+                    GenEntry {
+                        name: format!("{pid}.json"),
+                        file,
+                    }
+                })
+                .collect();
+            (entries, table)
+        })
+    })
+}
+
 fn table() -> impl Strategy<Value = HashMap<u32, ProcessFacts>> {
     proptest::collection::hash_map(
         proptest::sample::select(&PIDS[..]),
@@ -261,6 +316,31 @@ proptest! {
             }
         }
         prop_assert_eq!(streamed, scan.sessions);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn a_registry_judged_in_batches_across_threads_gives_each_record_its_own_verdict_in_pid_order(
+        (entries, table) in many(),
+    ) {
+        let full = build(&entries, &table).scan(&fake_home(), Scope::All).unwrap();
+        let expected: Vec<(OsString, Liveness)> = entries
+            .iter()
+            .filter_map(|e| expected(e, &table).map(|l| (OsString::from(&e.name), l)))
+            .collect();
+        let got: Vec<(OsString, Liveness)> = full
+            .sessions
+            .iter()
+            .map(|s| (s.file.file_name().unwrap().to_owned(), s.verdict.liveness))
+            .collect();
+        // Generated in pid order, so the scan's order is the generated one.
+        prop_assert_eq!(got, expected);
+        let live = build(&entries, &table).scan(&fake_home(), Scope::Live).unwrap();
+        let filtered: Vec<_> = full.sessions.into_iter().filter(Session::is_live).collect();
+        prop_assert_eq!(live.sessions, filtered);
     }
 }
 
