@@ -472,6 +472,32 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
 }
 
 #[test]
+fn hundreds_of_live_sessions_among_leftovers_are_judged_across_threads_as_each_alone() {
+    use claude_peer_resolve::Session;
+    use claude_peer_testkit::registry::{Children, Machine, Registry};
+    let machine = Machine::learn();
+    let children = Children::spawn(300).unwrap();
+    // Enough leftovers that a live scan learns the pids from one listing of /proc.
+    let registry = Registry::generate(&machine, 1200, &children).unwrap();
+    let discovery = Discovery::os();
+    let live = discovery.scan(&registry.home, Scope::Live).unwrap();
+    let mut pids = children.pids();
+    pids.sort_unstable();
+    let listed: Vec<u32> = live.sessions.iter().map(|s| s.pid.unwrap().get()).collect();
+    assert_eq!(listed, pids, "every live child, in pid order");
+    for session in &live.sessions {
+        let alone = discovery
+            .entry(&registry.home, session.pid.unwrap(), Scope::Live)
+            .unwrap();
+        assert_eq!(alone.as_ref(), Some(session), "judged alone, the same");
+    }
+    let full = discovery.scan(&registry.home, Scope::All).unwrap();
+    assert_eq!(full.sessions.len(), 1500);
+    let live_part: Vec<Session> = full.sessions.into_iter().filter(Session::is_live).collect();
+    assert_eq!(live.sessions, live_part);
+}
+
+#[test]
 fn a_record_grown_past_the_limit_before_the_hand_over_is_not_live_as_too_large() {
     let home = Home::new();
     let child = Sleeper::spawn();
