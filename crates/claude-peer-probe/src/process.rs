@@ -199,9 +199,9 @@ mod linux {
         /// Cleared when `pidfd_open` turns out to be unavailable (before Linux 5.3,
         /// or filtered by seccomp); nothing is pinned then.
         pub(super) pidfd_usable: AtomicBool,
-        /// Whether this table pins at all: fixed when it is made, so a table that never
-        /// pins never takes the lock its judging threads would share.
-        pins_any: bool,
+        /// The most processes pinned at once; fixed when the table is made, so a table
+        /// that never pins (`0`) never takes the lock its judging threads would share.
+        limit: usize,
         pins: Mutex<Pins>,
     }
 
@@ -209,7 +209,6 @@ mod linux {
     #[derive(Debug)]
     struct Pins {
         by_pid: HashMap<Pid, Pinned>,
-        limit: usize,
         /// Sweep before adding once `by_pid` holds this many.
         sweep_at: usize,
         /// Pins refused for want of room since the last sweep.
@@ -226,10 +225,9 @@ mod linux {
         pub(super) fn new(limit: usize) -> Self {
             Self {
                 pidfd_usable: AtomicBool::new(true),
-                pins_any: limit > 0,
+                limit,
                 pins: Mutex::new(Pins {
                     by_pid: HashMap::new(),
-                    limit,
                     sweep_at: SWEEP_FLOOR,
                     refused: 0,
                 }),
@@ -248,7 +246,7 @@ mod linux {
 
         /// The pinned facts of `pid`, if it is pinned and its process has not exited.
         fn pinned_facts(&self, pid: Pid) -> Option<ProcessFacts> {
-            if !self.pins_any {
+            if self.limit == 0 {
                 return None;
             }
             let mut pins = self.pins();
@@ -264,7 +262,7 @@ mod linux {
 
         fn pin(&self, pid: Pid, pidfd: OwnedFd, facts: &ProcessFacts) {
             let mut pins = self.pins();
-            if pins.admits(pid) {
+            if pins.admits(pid, self.limit) {
                 let facts = facts.clone();
                 pins.by_pid.insert(pid, Pinned { pidfd, facts });
             }
@@ -272,9 +270,10 @@ mod linux {
     }
 
     impl Pins {
-        /// Whether `pid` may be pinned now, sweeping out exited pins first when due.
-        fn admits(&mut self, pid: Pid) -> bool {
-            if self.limit == 0 {
+        /// Whether `pid` may be pinned now, at most `limit` being pinned, sweeping out
+        /// exited pins first when due.
+        fn admits(&mut self, pid: Pid, limit: usize) -> bool {
+            if limit == 0 {
                 return false;
             }
             if self.by_pid.contains_key(&pid) {
@@ -285,11 +284,11 @@ mod linux {
             // When full of live processes, a sweep is tried once per quarter of the
             // limit refused, so a table full of live pins never polls them all on
             // every miss.
-            let full = len >= self.limit && self.refused >= self.limit / 4;
+            let full = len >= limit && self.refused >= limit / 4;
             if len >= self.sweep_at || full {
                 self.sweep();
             }
-            if self.by_pid.len() < self.limit {
+            if self.by_pid.len() < limit {
                 true
             } else {
                 self.refused += 1;
@@ -424,7 +423,7 @@ mod linux {
         /// A pidfd of `pid`'s process, to pin it, when this table pins and `pid` is a
         /// thread-group leader (`pidfd_open` refuses thread ids).
         fn pidfd_to_pin(&self, pid: Pid) -> Option<OwnedFd> {
-            if !self.pins_any || !self.pidfd_usable.load(Ordering::Relaxed) {
+            if self.limit == 0 || !self.pidfd_usable.load(Ordering::Relaxed) {
                 return None;
             }
             let target = rustix::process::Pid::from_raw(pid.as_i32())?;

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, SystemTime};
 
+use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_registry::{ClaudeHome, Liveness};
-use claude_peer_resolve::{Discovery, RefusalKind, Scope, Warning};
+use claude_peer_resolve::{Discovery, RefusalKind, Scope, Session, Warning};
 use rustix::process::{WaitId, WaitIdOptions};
 
 /// A child process killed and reaped when the test ends, pass or fail.
@@ -386,9 +387,26 @@ fn keys_heartbeats_and_temporary_files_are_never_listed() {
     assert_eq!(names, [format!("{}.json", child.pid())]);
 }
 
+/// Each of a scan's `sessions` is what `Discovery::entry` gives for its pid alone.
+fn assert_each_agrees_judged_alone(
+    discovery: &Discovery<OsProcessTable, OsRegistryFs>,
+    home: &ClaudeHome,
+    sessions: &[Session],
+    scope: Scope,
+) {
+    for session in sessions {
+        let alone = discovery.entry(home, session.pid.unwrap(), scope).unwrap();
+        assert_eq!(
+            alone.as_ref(),
+            Some(session),
+            "an entry judged alone agrees"
+        );
+    }
+}
+
 #[test]
 fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid() {
-    use claude_peer_probe::{Counting, OsProcessTable, ProcessTable};
+    use claude_peer_probe::{Counting, ProcessTable};
     let home = Home::new();
     let live = Sleeper::spawn();
     home.record(live.pid(), "live", None, None);
@@ -454,12 +472,7 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
     assert_eq!(thread_is, Liveness::Recycled, "{why}");
     assert!(why.contains("thread"), "{why}");
     assert_eq!(verdict(reaped.id()).0, Liveness::Gone);
-    for session in &scan.sessions {
-        let one = discovery
-            .entry(&home.home, session.pid.unwrap(), Scope::All)
-            .unwrap();
-        assert_eq!(one.as_ref(), Some(session), "an entry judged alone agrees");
-    }
+    assert_each_agrees_judged_alone(&discovery, &home.home, &scan.sessions, Scope::All);
     // A live-only scan counts processes only: the thread's record is left out as the
     // full scan's `recycled` verdict says it must be, and nothing else changes.
     let live_only = discovery.scan(&home.home, Scope::Live).unwrap();
@@ -473,7 +486,6 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
 
 #[test]
 fn hundreds_of_live_sessions_among_leftovers_are_judged_across_threads_as_each_alone() {
-    use claude_peer_resolve::Session;
     use claude_peer_testkit::registry::{Children, Machine, Registry};
     let machine = Machine::learn();
     let children = Children::spawn(300).unwrap();
@@ -485,12 +497,7 @@ fn hundreds_of_live_sessions_among_leftovers_are_judged_across_threads_as_each_a
     pids.sort_unstable();
     let listed: Vec<u32> = live.sessions.iter().map(|s| s.pid.unwrap().get()).collect();
     assert_eq!(listed, pids, "every live child, in pid order");
-    for session in &live.sessions {
-        let alone = discovery
-            .entry(&registry.home, session.pid.unwrap(), Scope::Live)
-            .unwrap();
-        assert_eq!(alone.as_ref(), Some(session), "judged alone, the same");
-    }
+    assert_each_agrees_judged_alone(&discovery, &registry.home, &live.sessions, Scope::Live);
     let full = discovery.scan(&registry.home, Scope::All).unwrap();
     assert_eq!(full.sessions.len(), 1500);
     let live_part: Vec<Session> = full.sessions.into_iter().filter(Session::is_live).collect();
