@@ -24,21 +24,24 @@ use crate::Error;
 /// How a live pid's record that does not parse is read again before it is judged.
 ///
 /// Claude Code truncates and rewrites records in place, so a reader can catch one empty
-/// or half written; the torn window lasts microseconds, a few milliseconds on a loaded
-/// machine. So the record is read again after growing waits: `first`, then twice the
-/// previous wait, for as long as the waits add up to at most `budget` (and at most
-/// [`Rereads::MAX`] times). Only a record that never parses over the whole budget is
-/// judged by the mtime rule (`unreadable`, or `gone` when the pid's previous owner left
-/// it). [`Rereads::DEFAULT`] waits 1, 2, 4 … 128 ms: 255 ms at most. Only a record that
-/// would be `unreadable` is read again (a live pid's, written since its process
-/// started), so leftovers cost nothing here.
+/// or half written. The torn window usually lasts microseconds, but a truncate that
+/// waits for the file system's journal leaves the file empty far longer: up to 432 ms
+/// was measured on ext4 with records rewritten 2,000 times a second. So the record is
+/// read again after growing waits: `first`, then twice the previous wait, for as long
+/// as the waits add up to at most `budget` (and at most [`Rereads::MAX`] times). Only a
+/// record that never parses over the whole budget is judged by the mtime rule
+/// (`unreadable`, or `gone` when the pid's previous owner left it).
+/// [`Rereads::DEFAULT`] waits 1, 2, 4 … 1,024 ms: 2,047 ms at most, and a record that
+/// parses ends the waiting at once. Only a record that would be `unreadable` is read
+/// again (a live pid's, written since its process started), so leftovers cost nothing
+/// here.
 ///
 /// ```
 /// use std::time::Duration;
 /// use claude_peer_resolve::Rereads;
 ///
 /// let ms: Vec<u128> = Rereads::DEFAULT.waits().map(|w| w.as_millis()).collect();
-/// assert_eq!(ms, [1, 2, 4, 8, 16, 32, 64, 128]);
+/// assert_eq!(ms, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]);
 /// // Tests make it fast: three rereads after 1, 2 and 4 µs.
 /// let quick = Rereads::new(Duration::from_micros(1), Duration::from_micros(7));
 /// assert_eq!(quick.waits().count(), 3);
@@ -51,8 +54,8 @@ pub struct Rereads {
 }
 
 impl Rereads {
-    /// 1 ms, doubling, 255 ms in all.
-    pub const DEFAULT: Self = Self::new(Duration::from_millis(1), Duration::from_millis(255));
+    /// 1 ms, doubling, 2,047 ms in all.
+    pub const DEFAULT: Self = Self::new(Duration::from_millis(1), Duration::from_millis(2047));
     /// No second read: the first one decides.
     pub const NONE: Self = Self::new(Duration::ZERO, Duration::ZERO);
     /// The most rereads of one record, whatever the waits (a zero `first` never grows).
