@@ -76,13 +76,14 @@ fn test() -> Result<(), String> {
 }
 
 /// ARCHITECTURE.md's layers, bottom-up: a crate may depend only on crates before it.
-const LAYERS: [&str; 7] = [
+const LAYERS: [&str; 8] = [
     "claude-peer-registry",
     "claude-peer-probe",
     "claude-peer-settings",
     "claude-peer-resolve",
     "claude-peer-watch",
-    "claude-peer-relay",
+    "claude-peer-deliver",
+    "claude-peer-sender",
     "claude-peers",
 ];
 /// Fakes for tests: a dev-dependency only.

@@ -12,8 +12,9 @@ use std::fs;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use claude_peer_deliver::{Courier, deliver};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_relay::{ClaudeRelay, Courier, Mailbox, deliver};
+use claude_peer_sender::{ClaudeRelay, Mailbox};
 
 use receiver::{Receiver, claude};
 
@@ -116,7 +117,7 @@ fn main() {
     let closed = mailbox.close();
     assert!(matches!(
         closed.last(),
-        Some(claude_peer_relay::Event::Closed { .. })
+        Some(claude_peer_sender::Event::Closed { .. })
     ));
 
     let [running, sent_only, whole] = [&mut running, &mut sent_only, &mut whole].map(|t| median(t));

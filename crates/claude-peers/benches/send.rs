@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use claude_peer_relay::endpoint::{Endpoint, Reply};
+use claude_peer_sender::endpoint::{Endpoint, Reply};
 use serde_json::{Value, json};
 
 use receiver::{Receiver, claude};
@@ -103,7 +103,7 @@ fn main() {
         "  where the time goes: held - bare = {:.1?} (hooks, and the receiver's notice); accepted - bare = {:.1?} (hooks, and the {:.1?} receipt window)",
         held.saturating_sub(bare),
         accepted.saturating_sub(bare),
-        claude_peer_relay::DEFAULT_RECEIPT_WINDOW,
+        claude_peer_sender::DEFAULT_RECEIPT_WINDOW,
     );
 }
 

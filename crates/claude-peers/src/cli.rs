@@ -81,7 +81,7 @@ pub(crate) enum Command {
     /// idle, error, and closed last. End of stdin, SIGINT or SIGTERM close it cleanly.
     Mailbox {
         /// The sender's name, which receivers see
-        #[arg(long, value_name = "NAME", default_value = claude_peer_relay::DEFAULT_SENDER_NAME)]
+        #[arg(long, value_name = "NAME", default_value = claude_peer_sender::DEFAULT_SENDER_NAME)]
         from: String,
         /// The Claude Code that sends [default: claude on PATH]
         #[arg(long, value_name = "PATH")]
@@ -178,7 +178,7 @@ pub(crate) struct SendArgs {
     #[arg(long, value_name = "TEXT")]
     pub(crate) message: Option<String>,
     /// The sender's name, which the receiver sees
-    #[arg(long, value_name = "NAME", default_value = claude_peer_relay::DEFAULT_SENDER_NAME)]
+    #[arg(long, value_name = "NAME", default_value = claude_peer_sender::DEFAULT_SENDER_NAME)]
     pub(crate) from: String,
     /// The Claude Code that sends [default: claude on PATH]
     #[arg(long, value_name = "PATH", conflicts_with = "relay")]

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_relay::ClaudeRelay;
 use claude_peer_resolve::{Discovery, RefusalKind, Scan, Scope, Session};
+use claude_peer_sender::ClaudeRelay;
 
 use crate::error::Failure;
 use crate::output::Output;

@@ -70,10 +70,10 @@ impl From<claude_peer_resolve::Error> for Failure {
     }
 }
 
-impl From<claude_peer_relay::Error> for Failure {
-    fn from(err: claude_peer_relay::Error) -> Self {
+impl From<claude_peer_deliver::Error> for Failure {
+    fn from(err: claude_peer_deliver::Error) -> Self {
         match err {
-            claude_peer_relay::Error::Discovery(err) => err.into(),
+            claude_peer_deliver::Error::Discovery(err) => err.into(),
             err => match err.refusal() {
                 Some(refusal) => Self {
                     exit: Exit::Refusal,

@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use claude_peer_deliver::{Delivered, Outcome};
 use claude_peer_registry::{Pid, Record, Verdict};
-use claude_peer_relay::{Delivered, Outcome};
 use claude_peer_resolve::{AddressableSession, LiveSession, Session};
 use serde::Serialize;
 use serde_json::Value;

@@ -7,8 +7,9 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::Duration;
 
+use claude_peer_deliver::Courier;
 use claude_peer_registry::ClaudeHome;
-use claude_peer_relay::{Courier, Event, Mailbox, Waker};
+use claude_peer_sender::{Event, Mailbox, Waker};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -43,7 +44,7 @@ struct Send {
 
 pub(crate) fn run(
     home: &ClaudeHome,
-    relay: &claude_peer_relay::ClaudeRelay,
+    relay: &claude_peer_sender::ClaudeRelay,
     managed_settings: PathBuf,
 ) -> Result<Exit, Failure> {
     let courier = Courier::os().with_managed_settings(managed_settings);

@@ -16,8 +16,8 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use claude_peer_deliver::{Courier, DEFAULT_TIMEOUT, MAX_MESSAGE_BYTES};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_relay::{Courier, DEFAULT_TIMEOUT, MAX_MESSAGE_BYTES};
 use claude_peer_resolve::{Discovery, Scope};
 use claude_peer_settings::effective_policy;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -215,7 +215,7 @@ impl Peers {
         Ok(blocking(move || {
             let from = args
                 .from
-                .unwrap_or_else(|| claude_peer_relay::DEFAULT_SENDER_NAME.to_owned());
+                .unwrap_or_else(|| claude_peer_sender::DEFAULT_SENDER_NAME.to_owned());
             let relay = claude_relay(config.claude.clone(), from, DEFAULT_TIMEOUT)?;
             let delivered = Courier::os()
                 .with_managed_settings(&config.managed_settings)

@@ -3,8 +3,8 @@
 
 use std::io::{self, Read};
 
+use claude_peer_deliver::{CommandRelay, Courier, Delivered, Inbound, MAX_MESSAGE_BYTES, Outcome};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_relay::{CommandRelay, Courier, Delivered, Inbound, MAX_MESSAGE_BYTES, Outcome};
 
 use crate::cli::SendArgs;
 use crate::context::claude_relay;

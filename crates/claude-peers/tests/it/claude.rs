@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use claude_peer_deliver::{Courier, Relay, Target};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_relay::{ClaudeRelay, Courier, Relay, Target};
 use claude_peer_resolve::RefusalKind;
+use claude_peer_sender::ClaudeRelay;
 use serde_json::Value;
 
 use crate::receiver::{Receiver, claude, parsed, wait_for};

@@ -9,7 +9,7 @@ use std::sync::mpsc::{self, Receiver as Lines};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use claude_peer_relay::endpoint::Reply;
+use claude_peer_sender::endpoint::Reply;
 use serde_json::{Value, json};
 
 use crate::receiver::{Receiver, claude, set_policy, wait_for};

@@ -17,8 +17,12 @@ use claude_peer_registry::ClaudeHome;
 use crate::claude::await_result;
 use crate::hook::Plan;
 use crate::sender::Sender;
-use crate::stream::{Inbound, Line, Outcome};
-use crate::{ClaudeRelay, Confirmation, Courier, Delivered, Error, Relay, RelayFailure, Target};
+use crate::stream::{Inbound, Line};
+use claude_peer_deliver::{
+    Confirmation, Courier, Delivered, Error, Outcome, Relay, RelayFailure, Target,
+};
+
+use crate::ClaudeRelay;
 
 /// What a receiver did with messages sent from a mailbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +91,7 @@ impl Waker {
 /// ```no_run
 /// use std::time::Duration;
 /// use claude_peer_registry::ClaudeHome;
-/// use claude_peer_relay::{ClaudeRelay, Event, Mailbox};
+/// use claude_peer_sender::{ClaudeRelay, Event, Mailbox};
 ///
 /// let home = ClaudeHome::new("/home/ada/.claude");
 /// let relay = ClaudeRelay::new("/usr/local/bin/claude", vec!["/usr/local/bin/claude-peers".into(), "hook".into()]);
@@ -104,7 +108,7 @@ impl Waker {
 /// for event in mailbox.close() {
 ///     println!("{event:?}");
 /// }
-/// # Ok::<(), claude_peer_relay::Error>(())
+/// # Ok::<(), claude_peer_sender::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct Mailbox<P = OsProcessTable, F = OsRegistryFs> {
@@ -335,7 +339,7 @@ fn observe(
     }
 }
 
-/// The relay a mailbox hands to [`crate::Prepared::hand_over`]: asks its running sender
+/// The relay a mailbox hands to [`claude_peer_deliver::Prepared::hand_over`]: asks its running sender
 /// and waits for the tool result, turning every other line meanwhile into events.
 struct MailboxRelay<'a> {
     sender: RefCell<&'a mut Sender>,

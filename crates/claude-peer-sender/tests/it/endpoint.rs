@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 
-use claude_peer_relay::endpoint::{Endpoint, Reply};
+use claude_peer_sender::endpoint::{Endpoint, Reply};
 use serde_json::{Value, json};
 
 fn endpoint() -> Endpoint {

@@ -48,7 +48,7 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// The plan of sending `message` to `target`.
-    pub(crate) fn of(target: &crate::Target, message: &str) -> Self {
+    pub(crate) fn of(target: &claude_peer_deliver::Target, message: &str) -> Self {
         Self {
             home: target.home.clone(),
             session_id: target.session_id.clone(),

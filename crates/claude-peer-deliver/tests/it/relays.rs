@@ -3,7 +3,7 @@
 use std::fs;
 use std::time::Duration;
 
-use claude_peer_relay::{CommandRelay, Delivered, Error, MAX_MESSAGE_BYTES, STDERR_TAIL_BYTES};
+use claude_peer_deliver::{CommandRelay, Delivered, Error, MAX_MESSAGE_BYTES, STDERR_TAIL_BYTES};
 use rustix::io::Errno;
 use rustix::process::{Pid, test_kill_process};
 

@@ -3,7 +3,6 @@
 // Test helpers may panic: a failed expectation is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod endpoint;
 mod outcomes;
 mod relays;
 mod support;

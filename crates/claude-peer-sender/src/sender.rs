@@ -9,7 +9,8 @@
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::fs::{self, DirBuilder};
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
+use std::ops::ControlFlow;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -22,9 +23,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::endpoint::{Endpoint, Reply};
-use crate::group::Group;
 use crate::hook::Plan;
 use crate::stream::Line;
+use claude_peer_deliver::STDERR_TAIL_BYTES;
+use claude_peer_deliver::bounded::{self, Tail};
+use claude_peer_deliver::child::{ChildGroup, Ended};
 
 /// The sender's default name, shown to the receiver: `claude-peers`.
 pub const DEFAULT_SENDER_NAME: &str = "claude-peers";
@@ -33,8 +36,6 @@ pub const DEFAULT_SENDER_NAME: &str = "claude-peers";
 const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 /// How long a sender whose stdin closed may take to exit cleanly before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
-/// How much of the sender's stderr is kept (its end) to quote in a failure.
-const STDERR_TAIL_BYTES: usize = 4096;
 
 /// Which Claude Code sends, as whom, with which hook program, from which home.
 #[derive(Debug, Clone)]
@@ -128,12 +129,12 @@ pub(crate) struct JobIds {
 /// A running sender (its [`Group`] is killed and reaped if dropped before it exited);
 /// its run directory (the plans) goes with it.
 pub(crate) struct Sender {
-    group: Group,
+    group: ChildGroup,
     stdin: Option<ChildStdin>,
     pub(crate) lines: Receiver<Line>,
     /// Lets others (a mailbox's callers) wake whoever waits on `lines`.
     pub(crate) wake: Channel<Line>,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Tail>>,
     stderr_done: Receiver<()>,
     jobs: Arc<Jobs>,
     next_job: u64,
@@ -145,7 +146,7 @@ pub(crate) struct Sender {
 impl std::fmt::Debug for Sender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sender")
-            .field("pid", &self.group.child.id())
+            .field("pid", &self.group.id())
             .finish_non_exhaustive()
     }
 }
@@ -191,7 +192,7 @@ impl Sender {
                 .name("sender-stdout".to_owned())
                 .spawn(move || read_lines(stdout, &tx));
         }
-        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(Tail::new(STDERR_TAIL_BYTES)));
         let (stderr_tx, stderr_done) = mpsc::channel();
         if let Some(pipe) = child.stderr.take() {
             let tail = Arc::clone(&stderr);
@@ -204,7 +205,7 @@ impl Sender {
         }
         let stdin = child.stdin.take();
         Ok(Self {
-            group: Group::new(child),
+            group: ChildGroup::new(child),
             stdin,
             lines,
             wake,
@@ -280,20 +281,9 @@ impl Sender {
         self.wait_exit(grace);
     }
 
-    /// Waits up to `grace` for the exit, then kills the process group and reaps; says
-    /// how it ended.
-    pub(crate) fn wait_exit(&mut self, grace: Duration) -> String {
-        let deadline = Instant::now() + grace;
-        loop {
-            match self.group.try_wait() {
-                Ok(Some(status)) => return status.to_string(),
-                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(5)),
-                _ => {
-                    self.kill();
-                    return "killed".to_owned();
-                }
-            }
-        }
+    /// Waits up to `grace` for the exit, then kills the process group and reaps.
+    pub(crate) fn wait_exit(&mut self, grace: Duration) -> Ended {
+        self.group.wait_then_kill(grace)
     }
 
     /// Kills the whole process group, then reaps the sender.
@@ -303,58 +293,39 @@ impl Sender {
 
     /// The sender's pid.
     pub(crate) fn pid(&self) -> u32 {
-        self.group.child.id()
+        self.group.id()
     }
 
     /// `; its stderr: …` for a failure message, or nothing.
     pub(crate) fn stderr_note(&self) -> String {
         // Something the sender left running may hold the pipe: wait only briefly.
         let _ = self.stderr_done.recv_timeout(Duration::from_millis(500));
-        let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
-        let text = String::from_utf8_lossy(&tail);
-        let text = text.trim();
-        if text.is_empty() {
-            String::new()
-        } else {
-            format!("; its stderr: {text}")
-        }
+        self.stderr
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stderr_note()
     }
 }
 
 /// Reads stdout lines, parsed; an overlong line is skipped. Ends with [`Line::Closed`].
 fn read_lines(stdout: impl Read, tx: &Channel<Line>) {
-    let mut reader = BufReader::new(stdout);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match reader
-            .by_ref()
-            .take(MAX_LINE_BYTES as u64)
-            .read_until(b'\n', &mut line)
-        {
-            Ok(0) | Err(_) => break,
-            Ok(_) if line.ends_with(b"\n") => {
-                if tx.send(Line::parse(&line)).is_err() {
-                    return;
-                }
-            }
-            Ok(_) => {
-                if reader.skip_until(b'\n').is_err() {
-                    break;
-                }
-            }
-        }
-    }
+    let _ = bounded::read_lines(stdout, MAX_LINE_BYTES, |line| match line {
+        bounded::Line::Whole(line) => match tx.send(Line::parse(line)) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
+        },
+        bounded::Line::Overlong => ControlFlow::Continue(()),
+    });
     let _ = tx.send(Line::Closed);
 }
 
-fn keep_tail(mut pipe: impl Read, tail: &Mutex<Vec<u8>>) {
+/// Keeps the end of the sender's stderr, to quote in a failure.
+fn keep_tail(mut pipe: impl Read, tail: &Mutex<Tail>) {
     let mut buf = [0_u8; 4096];
     while let Ok(n @ 1..) = pipe.read(&mut buf) {
-        let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
-        tail.extend_from_slice(&buf[..n]);
-        let over = tail.len().saturating_sub(STDERR_TAIL_BYTES);
-        tail.drain(..over);
+        tail.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(&buf[..n]);
     }
 }
 

@@ -1,7 +1,7 @@
 //! The window between deciding and sending: what changes there stops the hand-over, and
 //! the relay is then never started.
 
-use claude_peer_relay::{Inbound, Target};
+use claude_peer_deliver::{Inbound, Target};
 use serde_json::json;
 
 use crate::support::{World, refusal};

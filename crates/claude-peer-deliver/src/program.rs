@@ -1,6 +1,5 @@
 //! A relay that runs a program the user names.
 
-use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -13,7 +12,8 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::ioctl_fionbio;
 use rustix::process::{Pid as RawPid, PidfdFlags, Signal, pidfd_open};
 
-use crate::group::Group;
+use crate::bounded::{Line, LineBuffer, Tail};
+use crate::child::ChildGroup;
 use crate::{Confirmation, Relay, RelayFailure, Target};
 
 /// How long a relay program may take before it is killed: 60 s.
@@ -62,7 +62,7 @@ const STDOUT_EXCERPT_BYTES: usize = 512;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use claude_peer_relay::CommandRelay;
+/// use claude_peer_deliver::CommandRelay;
 ///
 /// let relay = CommandRelay::new("/usr/local/bin/send-via-claude")
 ///     .arg("--quiet")
@@ -149,7 +149,7 @@ impl Relay for CommandRelay {
         let child = self
             .spawn(target)
             .map_err(|err| RelayFailure::new(format!("cannot start the {name}: {err}")))?;
-        let mut group = Group::new(child);
+        let mut group = ChildGroup::new(child);
         match watch(&mut group, message, self.timeout) {
             Ok(run) => run.verdict(&name),
             Err(err) => Err(RelayFailure::new(format!("cannot run the {name}: {err}"))),
@@ -164,21 +164,21 @@ struct Run {
     timeout: Duration,
     stdin_error: Option<io::Error>,
     stderr: Tail,
-    stdout: Lines,
+    stdout: Stdout,
 }
 
 /// Feeds the message, drains the output and waits for the exit in one `poll` over the
 /// child's pidfd and its pipes (non-blocking, so a relay that reads no stdin or fills a
 /// pipe cannot stall us), killing the process group at the timeout. After the exit, the
 /// pipes get [`DRAIN_GRACE`] to close: something the relay left running may hold them.
-fn watch(group: &mut Group, message: &str, timeout: Duration) -> io::Result<Run> {
+fn watch(group: &mut ChildGroup, message: &str, timeout: Duration) -> io::Result<Run> {
     let deadline = Instant::now().checked_add(timeout);
-    let pid = RawPid::from_raw(group.child.id().cast_signed());
+    let pid = RawPid::from_raw(group.id().cast_signed());
     // Without pidfds (old kernels), the exit is looked for every few milliseconds.
     let pidfd = pid.and_then(|pid| pidfd_open(pid, PidfdFlags::empty()).ok());
-    let mut stdin = group.child.stdin.take();
-    let mut stdout = group.child.stdout.take();
-    let mut stderr = group.child.stderr.take();
+    let mut stdin = group.child_mut().stdin.take();
+    let mut stdout = group.child_mut().stdout.take();
+    let mut stderr = group.child_mut().stderr.take();
     for fd in [
         stdin.as_ref().map(AsFd::as_fd),
         stdout.as_ref().map(AsFd::as_fd),
@@ -195,7 +195,7 @@ fn watch(group: &mut Group, message: &str, timeout: Duration) -> io::Result<Run>
         timeout,
         stdin_error: None,
         stderr: Tail::new(STDERR_TAIL_BYTES),
-        stdout: Lines::default(),
+        stdout: Stdout::default(),
     };
     let mut ended_at: Option<Instant> = None;
     let mut buf = vec![0; 8192];
@@ -297,7 +297,7 @@ fn read_some<P: AsFd>(pipe: &mut Option<P>, buf: &mut [u8], mut sink: impl FnMut
 
 impl Run {
     fn verdict(self, name: &str) -> Result<Confirmation, RelayFailure> {
-        let stderr = self.stderr.note();
+        let stderr = self.stderr.stderr_note();
         let fail = |what: String| RelayFailure::new(format!("the {name} {what}{stderr}"));
         let Some(status) = self.status else {
             return Err(fail(format!(
@@ -316,15 +316,15 @@ impl Run {
                 signal_name(signal)
             )));
         }
-        let reply = self.stdout.reply.clone();
+        let reply = self.stdout.confirmation.clone();
         match (status.code(), reply) {
-            (Some(0), Some(Reply { sent: true, detail })) => Ok(Confirmation {
+            (Some(0), Some(ConfirmationLine { sent: true, detail })) => Ok(Confirmation {
                 detail,
                 ..Confirmation::default()
             }),
             (
                 Some(0),
-                Some(Reply {
+                Some(ConfirmationLine {
                     sent: false,
                     detail,
                 }),
@@ -348,15 +348,15 @@ impl Run {
     }
 }
 
-/// What a confirmation line said.
+/// What a confirmation line (`{"sent": …}`) said.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Reply {
+struct ConfirmationLine {
     sent: bool,
     detail: Option<String>,
 }
 
 /// Parses one stdout line: a JSON object with a boolean `sent` is a reply.
-fn parse_reply(line: &[u8]) -> Option<Reply> {
+fn parse_confirmation(line: &[u8]) -> Option<ConfirmationLine> {
     let serde_json::Value::Object(object) = serde_json::from_slice(line).ok()? else {
         return None;
     };
@@ -366,58 +366,41 @@ fn parse_reply(line: &[u8]) -> Option<Reply> {
         Some(serde_json::Value::String(detail)) => Some(detail.clone()),
         Some(other) => Some(other.to_string()),
     };
-    Some(Reply { sent, detail })
+    Some(ConfirmationLine { sent, detail })
 }
 
 /// A relay's stdout, read line by line: only the current line (at most
-/// [`STDOUT_LINE_BYTES`]), the last reply and a short excerpt are kept.
-#[derive(Debug, Clone, Default)]
-struct Lines {
-    line: Vec<u8>,
-    overlong: bool,
-    reply: Option<Reply>,
+/// [`STDOUT_LINE_BYTES`]), the last confirmation and a short excerpt are kept.
+#[derive(Debug, Clone)]
+struct Stdout {
+    lines: LineBuffer,
+    confirmation: Option<ConfirmationLine>,
     excerpt: Option<Tail>,
 }
 
-impl Lines {
+impl Default for Stdout {
+    fn default() -> Self {
+        Self {
+            lines: LineBuffer::new(STDOUT_LINE_BYTES),
+            confirmation: None,
+            excerpt: None,
+        }
+    }
+}
+
+impl Stdout {
     fn push(&mut self, chunk: &[u8]) {
         self.excerpt
             .get_or_insert_with(|| Tail::new(STDOUT_EXCERPT_BYTES))
             .push(chunk);
-        let mut rest = chunk;
-        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-            self.take(&rest[..end]);
-            self.end_line();
-            rest = &rest[end + 1..];
-        }
-        self.take(rest);
-    }
-
-    fn take(&mut self, part: &[u8]) {
-        if self.overlong || self.line.len() + part.len() > STDOUT_LINE_BYTES {
-            self.overlong = true;
-            self.line.clear();
-        } else {
-            self.line.extend_from_slice(part);
-        }
-    }
-
-    fn end_line(&mut self) {
-        if !self.overlong {
-            let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
-            if let Some(reply) = parse_reply(line) {
-                self.reply = Some(reply);
-            }
-        }
-        self.line.clear();
-        self.overlong = false;
+        let confirmation = &mut self.confirmation;
+        self.lines.push(chunk, |line| note(confirmation, line));
     }
 
     /// The end of output without a final newline is a line too.
     fn finish(&mut self) {
-        if self.overlong || !self.line.is_empty() {
-            self.end_line();
-        }
+        let confirmation = &mut self.confirmation;
+        self.lines.finish(|line| note(confirmation, line));
     }
 
     fn excerpt(&self) -> String {
@@ -428,65 +411,12 @@ impl Lines {
     }
 }
 
-/// The last `cap` bytes of a stream; never holds more.
-#[derive(Debug, Clone)]
-struct Tail {
-    bytes: VecDeque<u8>,
-    cap: usize,
-    cut: bool,
-}
-
-impl Tail {
-    fn new(cap: usize) -> Self {
-        Self {
-            bytes: VecDeque::with_capacity(cap.min(1024)),
-            cap,
-            cut: false,
-        }
-    }
-
-    fn push(&mut self, chunk: &[u8]) {
-        let chunk = if chunk.len() > self.cap {
-            self.cut = true;
-            self.bytes.clear();
-            &chunk[chunk.len() - self.cap..]
-        } else {
-            chunk
-        };
-        let over = (self.bytes.len() + chunk.len()).saturating_sub(self.cap);
-        if over > 0 {
-            self.cut = true;
-            self.bytes.drain(..over);
-        }
-        self.bytes.extend(chunk);
-    }
-
-    /// The kept bytes as text; a character cut in two at the start is dropped.
-    fn text(&self) -> String {
-        let bytes: Vec<u8> = self.bytes.iter().copied().collect();
-        let start = if self.cut {
-            bytes
-                .iter()
-                .take(3)
-                .take_while(|&&b| b & 0xC0 == 0x80)
-                .count()
-        } else {
-            0
-        };
-        String::from_utf8_lossy(&bytes[start..]).into_owned()
-    }
-
-    /// `; its stderr …: <text>` for a failure message, or nothing when it is empty.
-    fn note(&self) -> String {
-        let text = self.text();
-        let text = text.trim();
-        if text.is_empty() {
-            String::new()
-        } else if self.cut {
-            format!("; the last {} bytes of its stderr: {text}", self.cap)
-        } else {
-            format!("; its stderr: {text}")
-        }
+/// Keeps `line` when it is a confirmation line: the last one counts.
+fn note(confirmation: &mut Option<ConfirmationLine>, line: Line<'_>) {
+    if let Line::Whole(line) = line
+        && let Some(parsed) = parse_confirmation(line)
+    {
+        *confirmation = Some(parsed);
     }
 }
 
@@ -528,37 +458,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tail_keeps_only_the_last_bytes_and_drops_a_split_character() {
-        let mut tail = Tail::new(4);
-        tail.push(b"ab");
-        tail.push(b"cd");
-        assert_eq!(tail.text(), "abcd");
-        assert!(!tail.cut);
-        tail.push("xé".as_bytes());
-        assert_eq!(tail.bytes.len(), 4);
-        assert_eq!(tail.text(), "dxé");
-        tail.push("0123é".as_bytes());
-        assert_eq!(tail.text(), "23é");
-        let mut split = Tail::new(3);
-        split.push("aé€".as_bytes()); // the last three bytes are € alone
-        assert_eq!(split.text(), "€");
-        split.push(b"z");
-        assert_eq!(
-            split.text(),
-            "z",
-            "the two continuation bytes of € are dropped"
-        );
-    }
-
-    #[test]
     fn the_last_reply_line_counts_and_other_lines_are_ignored() {
-        let mut lines = Lines::default();
+        let mut lines = Stdout::default();
         lines.push(b"starting\n{\"sent\":false}\r\n[1,2]\n{\"sen");
         lines.push(b"t\":true,\"detail\":{\"id\":7}}");
         lines.finish();
         assert_eq!(
-            lines.reply,
-            Some(Reply {
+            lines.confirmation,
+            Some(ConfirmationLine {
                 sent: true,
                 detail: Some("{\"id\":7}".into())
             })
@@ -567,15 +474,15 @@ mod tests {
 
     #[test]
     fn an_overlong_line_is_dropped_without_being_kept() {
-        let mut lines = Lines::default();
+        let mut lines = Stdout::default();
         lines.push(b"{\"sent\":true,\"detail\":\"");
         lines.push(&vec![b'x'; STDOUT_LINE_BYTES]);
-        assert!(lines.line.is_empty(), "the overlong line is not kept");
+        assert!(lines.lines.line.is_empty(), "the overlong line is not kept");
         lines.push(b"\"}\n{\"sent\":true}\n");
         lines.finish();
         assert_eq!(
-            lines.reply,
-            Some(Reply {
+            lines.confirmation,
+            Some(ConfirmationLine {
                 sent: true,
                 detail: None
             })
@@ -584,12 +491,12 @@ mod tests {
 
     #[test]
     fn a_reply_needs_a_boolean_sent() {
-        assert_eq!(parse_reply(br#"{"sent":"yes"}"#), None);
-        assert_eq!(parse_reply(b"true"), None);
-        assert_eq!(parse_reply(b"garbage"), None);
+        assert_eq!(parse_confirmation(br#"{"sent":"yes"}"#), None);
+        assert_eq!(parse_confirmation(b"true"), None);
+        assert_eq!(parse_confirmation(b"garbage"), None);
         assert_eq!(
-            parse_reply(br#" {"sent":true,"detail":null} "#),
-            Some(Reply {
+            parse_confirmation(br#" {"sent":true,"detail":null} "#),
+            Some(ConfirmationLine {
                 sent: true,
                 detail: None
             })

@@ -1,24 +1,20 @@
-//! Deliver a message to one live Claude Code session through Claude Code's own
-//! `SendMessage`, refusing whenever identity or policy is in doubt.
+//! The delivery gate: decide whether a message may go to one live Claude Code session
+//! and to whom exactly, hand it to a [`Relay`], and report honestly what happened.
 //!
 //! This project never writes Claude Code's messaging socket. A **relay** does the
-//! sending: [`ClaudeRelay`] runs a headless Claude Code whose model is a scripted
-//! [`endpoint`] of this project (no language model, no credentials), guarded by
-//! [`hook`]s; [`Mailbox`] keeps one such sender running for many sends, later receipts and
-//! replies; [`CommandRelay`] runs a program of the harness's own. This crate decides
-//! whether a send may happen and to whom exactly, hands the message over, and reports
-//! honestly what happened.
+//! sending: `claude-peer-sender`'s `ClaudeRelay` runs a headless Claude Code with its own
+//! `SendMessage`; [`CommandRelay`] runs a program of the harness's own. This crate owns
+//! everything before and after the hand-over, so every relay gets the same checks.
 //!
 //! ```no_run
+//! use claude_peer_deliver::{CommandRelay, deliver};
 //! use claude_peer_registry::ClaudeHome;
-//! use claude_peer_relay::{ClaudeRelay, deliver};
 //!
 //! let home = ClaudeHome::new("/home/ada/.claude");
-//! let hook = vec!["/usr/local/bin/claude-peers".into(), "hook".into()];
-//! let relay = ClaudeRelay::new("/usr/local/bin/claude", hook).from("build-bot");
+//! let relay = CommandRelay::new("/home/ada/bin/relay.sh");
 //! let delivered = deliver(&home, "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57", "the build is green", &relay)?;
-//! println!("{:?} {:?}", delivered.receipt, delivered.msg_id); // Some(Accepted) Some("963bec29-…")
-//! # Ok::<(), claude_peer_relay::Error>(())
+//! println!("{:?}", delivered.detail);
+//! # Ok::<(), claude_peer_deliver::Error>(())
 //! ```
 //!
 //! # What a delivery does
@@ -63,27 +59,19 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod claude;
-mod command;
-mod deliver;
-pub mod endpoint;
+pub mod bounded;
+pub mod child;
+mod courier;
 mod error;
-mod group;
-pub mod hook;
-mod mailbox;
+mod outcome;
+mod program;
 mod relay;
-mod sender;
-mod stream;
 
-pub use claude::{ClaudeRelay, DEFAULT_RECEIPT_WINDOW};
-pub use mailbox::{Event, Mailbox, Receipt, Waker};
-pub use sender::{DEFAULT_SENDER_NAME, default_sender_home};
-pub use stream::Outcome;
-
-pub use command::{
+pub use courier::{Courier, Delivered, Inbound, MAX_MESSAGE_BYTES, Prepared, deliver};
+pub use error::Error;
+pub use outcome::Outcome;
+pub use program::{
     CommandRelay, DEFAULT_TIMEOUT, ENV_CWD, ENV_NAME, ENV_PID, ENV_SESSION_ID, ENV_SOCKET,
     STDERR_TAIL_BYTES, STDOUT_LINE_BYTES,
 };
-pub use deliver::{Courier, Delivered, Inbound, MAX_MESSAGE_BYTES, Prepared, deliver};
-pub use error::Error;
 pub use relay::{Confirmation, Relay, RelayFailure, Target};

@@ -2,7 +2,7 @@
 
 use std::fs;
 
-use claude_peer_relay::{CommandRelay, Error, Inbound, MAX_MESSAGE_BYTES};
+use claude_peer_deliver::{CommandRelay, Error, Inbound, MAX_MESSAGE_BYTES};
 use serde_json::json;
 
 use crate::support::{World, quoted};

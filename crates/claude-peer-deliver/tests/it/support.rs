@@ -6,8 +6,8 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
+use claude_peer_deliver::{CommandRelay, Courier, Error};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_relay::{CommandRelay, Courier, Error};
 use serde_json::{Value, json};
 
 /// A `sleep 600` child standing in for a Claude Code process; killed and reaped when

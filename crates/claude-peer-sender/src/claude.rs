@@ -10,8 +10,8 @@ use claude_peer_resolve::RefusalKind;
 
 use crate::hook::{self, Plan};
 use crate::sender::{Sender, SenderOptions};
-use crate::stream::{Line, Outcome};
-use crate::{Confirmation, Relay, RelayFailure, Target};
+use crate::stream::Line;
+use claude_peer_deliver::{Confirmation, Outcome, Relay, RelayFailure, Target};
 
 /// How long after the tool result a receiver's hold or refuse notice is waited for: 2 s.
 /// Claude Code sends it 0.3–0.6 s after the message arrives; a sender that exits sooner
@@ -42,7 +42,7 @@ impl ClaudeRelay {
     pub fn new(claude: impl Into<PathBuf>, hook: Vec<OsString>) -> Self {
         Self {
             options: SenderOptions::new(claude.into(), hook),
-            timeout: crate::DEFAULT_TIMEOUT,
+            timeout: claude_peer_deliver::DEFAULT_TIMEOUT,
             receipt_window: DEFAULT_RECEIPT_WINDOW,
         }
     }

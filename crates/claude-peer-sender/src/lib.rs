@@ -1,0 +1,35 @@
+//! Send to live Claude Code sessions with Claude Code's own `SendMessage`.
+//!
+//! This project never writes Claude Code's messaging socket. [`ClaudeRelay`] runs the
+//! user's `claude` headless as the sender, its model a scripted [`endpoint`] of this
+//! project (no language model, no credentials, no request leaves the machine), guarded by
+//! [`hook`]s that allow exactly the planned call; [`Mailbox`] keeps one such sender
+//! running for many sends, later receipts and replies. Whether a send may happen, and to
+//! whom, is decided by `claude-peer-deliver`'s [`Courier`](claude_peer_deliver::Courier),
+//! the same gate every relay goes through.
+//!
+//! ```no_run
+//! use claude_peer_deliver::deliver;
+//! use claude_peer_registry::ClaudeHome;
+//! use claude_peer_sender::ClaudeRelay;
+//!
+//! let home = ClaudeHome::new("/home/ada/.claude");
+//! let hook = vec!["/usr/local/bin/claude-peers".into(), "hook".into()];
+//! let relay = ClaudeRelay::new("/usr/local/bin/claude", hook).from("build-bot");
+//! let delivered = deliver(&home, "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57", "the build is green", &relay)?;
+//! println!("{:?} {:?}", delivered.receipt, delivered.msg_id); // Some(Accepted) Some("963bec29-…")
+//! # Ok::<(), claude_peer_deliver::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod claude;
+pub mod endpoint;
+pub mod hook;
+mod mailbox;
+mod sender;
+mod stream;
+
+pub use claude::{ClaudeRelay, DEFAULT_RECEIPT_WINDOW};
+pub use mailbox::{Event, Mailbox, Receipt, Waker};
+pub use sender::{DEFAULT_SENDER_NAME, default_sender_home};
