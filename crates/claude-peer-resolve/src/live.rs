@@ -28,7 +28,7 @@ impl LiveSession {
     };
 
     /// This session with its socket when it can be messaged; why not otherwise.
-    pub(crate) fn addressable(self) -> Result<AddressableSession, String> {
+    pub(crate) fn addressable(self) -> Result<AddressableSession, Unaddressable> {
         match self.addressability {
             Addressability::Addressable(socket) => Ok(AddressableSession {
                 file: self.file,
@@ -36,9 +36,17 @@ impl LiveSession {
                 record: self.record,
                 socket,
             }),
-            Addressability::NotAddressable(why) => Err(why),
+            Addressability::NotAddressable(reason) => Err(Unaddressable { reason }),
         }
     }
+}
+
+/// Why a live session cannot be messaged, as its [`Addressability`] says; it prints
+/// the reason alone, for a refusal to quote.
+#[derive(Debug, thiserror::Error)]
+#[error("{reason}")]
+pub(crate) struct Unaddressable {
+    reason: String,
 }
 
 impl TryFrom<Session> for LiveSession {

@@ -53,7 +53,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 ));
             }
         }
-        addressable(session.clone())
+        addressable_or_refused(session.clone())
     }
 
     /// The one live, addressable session named `name` now; a refusal listing every
@@ -70,7 +70,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 RefusalKind::NotLive,
                 format!("no live session is named `{name}`"),
             )),
-            [session] => addressable((*session).clone()),
+            [session] => addressable_or_refused((*session).clone()),
             several => Err(Error::refused(
                 RefusalKind::IdentityMismatch,
                 format!(
@@ -132,7 +132,8 @@ fn describe(sessions: &[&LiveSession]) -> String {
         .join(", ")
 }
 
-fn addressable(session: LiveSession) -> Result<AddressableSession, Error> {
+/// The session with its socket, or a `not_addressable` refusal saying why not.
+fn addressable_or_refused(session: LiveSession) -> Result<AddressableSession, Error> {
     let id = session.record.session_id.clone();
     session.addressable().map_err(|why| {
         Error::refused(
