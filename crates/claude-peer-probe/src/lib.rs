@@ -14,6 +14,10 @@
 //! - [`Notifier`]: what changed since, for a watch: registry entries written or
 //!   removed (inotify) and watched processes that exited (pidfd).
 //!
+//! Records are read with [`BoundedRead`], public so that other files someone else may
+//! have planted (the settings store's) are read the same one way: links followed only
+//! when asked, nothing blocking, only regular files, never past a limit.
+//!
 //! Nothing here connects to, reads or writes a socket, opens a `.key` file, or writes
 //! anywhere in a Claude home.
 //!
@@ -50,12 +54,9 @@ use claude_peer_registry::{Pid, ProcessFacts, Signal};
 
 mod fs;
 mod notify;
-// Its parsers serve the Linux probe; their tests run everywhere.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-mod proc_stat;
 mod process;
 
-pub use fs::OsRegistryFs;
+pub use fs::{BoundedFile, BoundedRead, FileStatus, Links, Opens, OsRegistryFs, ReadError};
 pub use notify::OsNotifier;
 pub use process::OsProcessTable;
 

@@ -2,12 +2,13 @@
 //! or a concurrent edit between any two of them.
 
 use std::fs::File;
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Write as _};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::Path;
 
-use rustix::fs::{AtFlags, CWD, FileType, FlockOperation, Mode, OFlags};
+use claude_peer_probe::{BoundedRead, FileKind, Links, Opens, ReadError};
+use rustix::fs::{AtFlags, CWD, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::Error;
@@ -26,10 +27,10 @@ pub(crate) type Loaded = (Vec<u8>, u32);
 /// The steps of a read and of an update, in the order an update takes them.
 pub(crate) trait Fs {
     /// Reads the regular file at `path` (`None` when nothing is there); a final symbolic link
-    /// is followed only when `follow` is true, else refused like anything but a regular file.
+    /// is followed as `links` says, else refused like anything but a regular file.
     /// Never opens anything but a regular file, never reads more than one byte past
     /// [`MAX_SETTINGS_BYTES`].
-    fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error>;
+    fn load(&self, path: &Path, links: Links) -> Result<Option<Loaded>, Error>;
     /// Takes an exclusive advisory lock on `path`, creating it (mode 0600, no link followed)
     /// and its directory (mode 0700) when missing; blocks until the lock is free. The lock is
     /// held until the returned file is dropped.
@@ -50,19 +51,19 @@ pub(crate) trait Fs {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct RealFs;
 
-/// `Ok` for a regular file, else the error that refuses what `mode` says is at `path`.
-fn regular(path: &Path, mode: u32) -> Result<(), Error> {
+/// The error that refuses what is at `path`, of kind `kind`, instead of a regular file.
+fn refused(path: &Path, kind: FileKind) -> Error {
     let path = path.to_owned();
-    let kind = match FileType::from_raw_mode(mode) {
-        FileType::RegularFile => return Ok(()),
-        FileType::Symlink => return Err(Error::Symlink { path }),
-        FileType::Directory => "a directory",
-        FileType::Fifo => "a fifo",
-        FileType::Socket => "a socket",
-        FileType::CharacterDevice | FileType::BlockDevice => "a device",
-        FileType::Unknown => "an unknown kind of file",
+    let kind = match kind {
+        FileKind::Symlink => return Error::Symlink { path },
+        FileKind::Directory => "a directory",
+        FileKind::Fifo => "a fifo",
+        FileKind::Socket => "a socket",
+        FileKind::CharDevice | FileKind::BlockDevice => "a device",
+        // A regular file is never refused; the OS did not say what this is.
+        FileKind::Regular | FileKind::Unknown => "an unknown kind of file",
     };
-    Err(Error::NotRegularFile { path, kind })
+    Error::NotRegularFile { path, kind }
 }
 
 /// Opens `path` with `flags` (creating it with mode 0600, before the umask, where they say
@@ -91,58 +92,29 @@ fn open_retrying(
 }
 
 impl Fs for RealFs {
-    fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error> {
-        let read_error = |source: io::Error| Error::Read {
-            path: path.to_owned(),
-            source,
-        };
+    fn load(&self, path: &Path, links: Links) -> Result<Option<Loaded>, Error> {
         // Only a regular file is opened at all (opening a device can have effects).
-        let stat = if follow {
-            rustix::fs::stat(path)
-        } else {
-            rustix::fs::lstat(path)
+        let read = BoundedRead {
+            limit: MAX_SETTINGS_BYTES,
+            links,
+            opens: Opens::RegularFilesOnly,
         };
-        match stat {
-            Ok(stat) => regular(path, stat.st_mode)?,
-            Err(Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(read_error(e.into())),
-        }
-        let mut flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-        if !follow {
-            flags |= OFlags::NOFOLLOW;
-        }
-        let fd = match rustix::fs::openat(CWD, path, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(None),
-            Err(Errno::LOOP) if !follow => {
-                return Err(Error::Symlink {
-                    path: path.to_owned(),
-                });
+        match read.read(path) {
+            Ok(file) => Ok(Some((file.bytes, file.status.mode))),
+            Err(ReadError::Io(e)) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(ReadError::Io(source)) => Err(Error::Read {
+                path: path.to_owned(),
+                source,
+            }),
+            Err(ReadError::Symlink(status) | ReadError::NotRegular(status)) => {
+                Err(refused(path, status.kind))
             }
-            Err(e) => return Err(read_error(e.into())),
-        };
-        // Whatever was swapped in between stat and open, judge what was actually opened.
-        let stat = rustix::fs::fstat(&fd).map_err(|e| read_error(e.into()))?;
-        regular(path, stat.st_mode)?;
-        let size = u64::try_from(stat.st_size).unwrap_or(0);
-        let mut bytes = Vec::new();
-        if size <= MAX_SETTINGS_BYTES {
-            bytes.reserve_exact(usize::try_from(size).unwrap_or(0));
-            // At most one byte past the limit, for a file that grows while it is read.
-            File::from(fd)
-                .take(MAX_SETTINGS_BYTES + 1)
-                .read_to_end(&mut bytes)
-                .map_err(read_error)?;
-        }
-        let size = size.max(bytes.len() as u64);
-        if size > MAX_SETTINGS_BYTES {
-            return Err(Error::TooLarge {
+            Err(ReadError::TooLarge { size, limit, .. }) => Err(Error::TooLarge {
                 path: path.to_owned(),
                 size,
-                limit: MAX_SETTINGS_BYTES,
-            });
+                limit,
+            }),
         }
-        Ok(Some((bytes, stat.st_mode & 0o7777)))
     }
 
     fn lock(&self, path: &Path) -> io::Result<File> {

@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use claude_peer_probe::Links;
 use serde_json::Value;
 
 use crate::edit::{self, Doc, DocError, Splice};
@@ -111,7 +112,7 @@ pub(crate) fn inbound_of(path: &Path, bytes: &[u8]) -> Result<Option<InboundPoli
 
 /// Reads `path` following links, as Claude Code does; `None` when missing.
 pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, Error> {
-    Ok(RealFs.load(path, true)?.map(|(bytes, _)| bytes))
+    Ok(RealFs.load(path, Links::Follow)?.map(|(bytes, _)| bytes))
 }
 
 /// `.<file name>.claude-peers.<suffix>` beside the settings file.
@@ -144,7 +145,7 @@ pub(crate) fn update<F: Fs>(
     let _lock = fs
         .lock(&lock_path)
         .map_err(|e| write_error("lock", &lock_path, e))?;
-    let loaded = fs.load(path, false)?;
+    let loaded = fs.load(path, Links::Refuse)?;
     let old = loaded
         .as_ref()
         .map_or(&[][..], |(bytes, _)| bytes.as_slice());
@@ -192,7 +193,7 @@ fn compare_and_rename<F: Fs>(
     path: &Path,
     old: Option<&[u8]>,
 ) -> Result<(), Error> {
-    let now = fs.load(path, false)?;
+    let now = fs.load(path, Links::Refuse)?;
     let now = now.as_ref().map(|(bytes, _)| bytes.as_slice());
     if now != old {
         return Err(Error::Conflict {

@@ -1,4 +1,5 @@
-//! `OsRegistryFs` against real files: FIFOs, links, devices, sparse and foreign files.
+//! `OsRegistryFs` and `BoundedRead` against real files: FIFOs, links, devices, sparse and
+//! foreign files.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -9,7 +10,9 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
-use claude_peer_probe::{FileKind, OsRegistryFs, RegistryFs, SocketStatus};
+use claude_peer_probe::{
+    BoundedRead, FileKind, Links, Opens, OsRegistryFs, ReadError, RegistryFs, SocketStatus,
+};
 use claude_peer_registry::MAX_RECORD_BYTES;
 use rustix::fs::{CWD, FileType, Mode};
 
@@ -318,5 +321,106 @@ fn dir_status_of_a_missing_directory_is_none() {
             .dir_status(&dir.path().join("sessions"))
             .unwrap(),
         None
+    );
+}
+
+/// A read of at most `limit` bytes.
+fn bounded(limit: u64, links: Links, opens: Opens) -> BoundedRead {
+    BoundedRead {
+        limit,
+        links,
+        opens,
+    }
+}
+
+#[test]
+fn a_bounded_read_follows_a_final_link_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("target"), b"{}").unwrap();
+    let link = dir.path().join("settings.json");
+    symlink("target", &link).unwrap();
+    for opens in [Opens::Anything, Opens::RegularFilesOnly] {
+        let file = bounded(16, Links::Follow, opens).read(&link).unwrap();
+        assert_eq!(
+            (file.status.kind, file.bytes),
+            (FileKind::Regular, b"{}".to_vec())
+        );
+        let refused = bounded(16, Links::Refuse, opens).read(&link).unwrap_err();
+        assert!(
+            matches!(refused, ReadError::Symlink(status) if status.kind == FileKind::Symlink),
+            "{opens:?}: {refused:?}"
+        );
+    }
+}
+
+#[test]
+fn a_bounded_read_refuses_a_file_over_its_limit_unread_and_reads_one_at_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.json");
+    std::fs::write(&path, [b' '; 20]).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let read = bounded(19, Links::Refuse, Opens::RegularFilesOnly);
+    match read.read(&path).unwrap_err() {
+        ReadError::TooLarge {
+            status,
+            size,
+            limit,
+            read,
+        } => {
+            assert_eq!((status.size, size, limit), (20, 20, 19));
+            assert!(
+                read.is_empty(),
+                "a file over the limit by fstat is not read"
+            );
+        }
+        other => panic!("expected too large, got {other:?}"),
+    }
+    let file = bounded(20, Links::Refuse, Opens::RegularFilesOnly)
+        .read(&path)
+        .unwrap();
+    assert_eq!(file.bytes.len(), 20);
+    assert_eq!((file.status.mode, file.status.owner), (0o640, me()));
+}
+
+#[test]
+fn regular_files_only_refuses_a_fifo_or_socket_by_its_kind_where_opening_either_would_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.json");
+    mkfifo(&fifo);
+    let to_fifo = dir.path().join("to-fifo.json");
+    symlink(&fifo, &to_fifo).unwrap();
+    let sock = dir.path().join("sock.json");
+    let _listener = UnixListener::bind(&sock).unwrap();
+    let read = bounded(16, Links::Follow, Opens::RegularFilesOnly);
+    for (path, kind) in [
+        (&fifo, FileKind::Fifo),
+        (&to_fifo, FileKind::Fifo),
+        (&sock, FileKind::Socket),
+    ] {
+        let err = read.read(path).unwrap_err();
+        assert!(
+            matches!(&err, ReadError::NotRegular(status) if status.kind == kind),
+            "{}: {err:?}",
+            path.display()
+        );
+    }
+    assert!(
+        matches!(
+            bounded(16, Links::Follow, Opens::Anything).read(&sock),
+            Err(ReadError::Io(_))
+        ),
+        "a socket cannot be opened, so only a look first can say what it is"
+    );
+}
+
+#[test]
+fn a_bounded_read_of_nothing_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = bounded(16, Links::Follow, Opens::RegularFilesOnly)
+        .read(&dir.path().join("missing.json"))
+        .unwrap_err();
+    assert!(
+        matches!(&err, ReadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound),
+        "{err:?}"
     );
 }

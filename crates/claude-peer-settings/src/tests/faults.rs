@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use claude_peer_probe::Links;
 use serde_json::json;
 
 use super::{fixture, home_with, temps_in};
@@ -84,14 +85,14 @@ impl FaultFs {
 }
 
 impl Fs for FaultFs {
-    fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error> {
+    fn load(&self, path: &Path, links: Links) -> Result<Option<Loaded>, Error> {
         if self.loads.fetch_add(1, Ordering::Relaxed) == 1
             && self.at(Step::BeforeRename) == Some(Action::ConcurrentEdit)
         {
             // Just before the comparison that immediately precedes the rename.
             self.concurrent_edit();
         }
-        let loaded = RealFs.load(path, follow)?;
+        let loaded = RealFs.load(path, links)?;
         if self.loads.load(Ordering::Relaxed) == 1 {
             self.inject(Step::AfterRead).map_err(|source| Error::Read {
                 path: path.to_owned(),
@@ -263,9 +264,9 @@ impl RecordingFs {
 }
 
 impl Fs for RecordingFs {
-    fn load(&self, path: &Path, follow: bool) -> Result<Option<Loaded>, Error> {
+    fn load(&self, path: &Path, links: Links) -> Result<Option<Loaded>, Error> {
         self.op("load");
-        RealFs.load(path, follow)
+        RealFs.load(path, links)
     }
     fn lock(&self, path: &Path) -> io::Result<std::fs::File> {
         self.op("lock");
