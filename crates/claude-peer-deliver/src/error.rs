@@ -6,7 +6,7 @@ use claude_peer_resolve::{Refusal, RefusalKind};
 ///
 /// Clients match on [`Error::as_str`]: a refusal's kind (`not_live`, `identity_mismatch`,
 /// `not_addressable`, `inbound_refused`, `delivery_failed`) or one of this crate's own
-/// names (`empty_message`, `message_too_large`, `sender_failed`, `registry`).
+/// names (`empty_message`, `message_too_large`, `registry`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -28,9 +28,6 @@ pub enum Error {
     /// refuses messages, or the relay did not confirm.
     #[error("{0}")]
     Refused(Refusal),
-    /// The Claude Code sender of a mailbox could not start, or has ended.
-    #[error("{0}")]
-    Sender(String),
     /// The registry could not be read (never a refusal: those are [`Error::Refused`]).
     #[error(transparent)]
     Discovery(claude_peer_resolve::Error),
@@ -59,7 +56,6 @@ impl Error {
             Self::EmptyMessage => "empty_message",
             Self::MessageTooLarge { .. } => "message_too_large",
             Self::Refused(refusal) => refusal.kind.as_str(),
-            Self::Sender(_) => "sender_failed",
             Self::Discovery(_) => "registry",
         }
     }

@@ -4,7 +4,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use claude_peer_registry::{ClaudeHome, Pid};
-use claude_peer_resolve::{AddressableSession, RefusalKind};
+use claude_peer_resolve::{AddressableSession, Identity, RefusalKind};
+use serde::{Deserialize, Serialize};
 
 use crate::Outcome;
 
@@ -12,7 +13,9 @@ use crate::Outcome;
 ///
 /// Built from the session as confirmed immediately before the hand-over. A name shared
 /// with another live session has already been refused, so `name` alone addresses it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// It serializes, so a relay that checks again in another process (the sender's guard
+/// hook) carries it whole and confirms it by the same rule ([`Target::identity`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Target {
     /// The session's name, its cross-session address; `None` when its record gives none.
     pub name: Option<String>,
@@ -44,6 +47,19 @@ impl Target {
             cwd: cwd.to_path_buf(),
             proc_start: record.start_token().map(str::to_owned),
             home: home.root().to_path_buf(),
+        }
+    }
+
+    /// What [`Discovery::confirm`](claude_peer_resolve::Discovery::confirm) compares to
+    /// tell that this target still runs, unchanged.
+    #[must_use]
+    pub fn identity(&self) -> Identity<'_> {
+        Identity {
+            session_id: &self.session_id,
+            pid: self.pid,
+            proc_start: self.proc_start.as_deref(),
+            name: self.name.as_deref(),
+            socket: &self.socket,
         }
     }
 }

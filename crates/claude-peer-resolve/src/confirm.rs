@@ -1,9 +1,42 @@
 //! The last look before a hand-over: one record and one pid, read again.
 
+use std::path::Path;
+
 use claude_peer_probe::{ProcessTable, RegistryFs};
-use claude_peer_registry::{ClaudeHome, Signal};
+use claude_peer_registry::{ClaudeHome, Pid, Signal};
 
 use crate::{AddressableSession, Discovery, Error, LiveSession, RefusalKind, Scope};
+
+/// Who a message was resolved to reach: everything the last-moment check compares.
+///
+/// The one rule of [`Discovery::confirm`], for every caller: the delivery gate confirms
+/// the session it resolved, and the sender's guard hook confirms the target of its plan
+/// at the moment of the tool call, with the same fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity<'a> {
+    /// The session id.
+    pub session_id: &'a str,
+    /// The pid that ran it.
+    pub pid: Pid,
+    /// The start token its record named (`procStart`), when it named one.
+    pub proc_start: Option<&'a str>,
+    /// Its name, the address a name-based send relies on.
+    pub name: Option<&'a str>,
+    /// Its messaging socket.
+    pub socket: &'a Path,
+}
+
+impl<'a> From<&'a AddressableSession> for Identity<'a> {
+    fn from(session: &'a AddressableSession) -> Self {
+        Self {
+            session_id: &session.record.session_id,
+            pid: session.pid,
+            proc_start: session.record.start_token(),
+            name: session.record.name.as_deref(),
+            socket: &session.socket,
+        }
+    }
+}
 
 impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// Confirms that a session resolved a moment ago still runs, reading only its own
@@ -19,13 +52,13 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// - `identity_mismatch` when the record now gives another name or messaging socket,
     ///   so the earlier check that nobody else holds its name no longer applies;
     /// - `not_addressable` when it is still live but can no longer be messaged.
-    pub fn confirm(
+    pub fn confirm<'a>(
         &self,
         home: &ClaudeHome,
-        session: &AddressableSession,
+        expected: impl Into<Identity<'a>>,
     ) -> Result<AddressableSession, Error> {
-        let (pid, before) = (session.pid, &session.record);
-        let id = before.session_id.as_str();
+        let before: Identity<'_> = expected.into();
+        let (pid, id) = (before.pid, before.session_id);
         let signal = self.processes().signal(pid);
         if signal != Signal::Alive {
             let why = match signal {
@@ -61,7 +94,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 ));
             }
         };
-        if now.record.session_id != before.session_id {
+        if now.record.session_id != id {
             return Err(Error::refused(
                 RefusalKind::NotLive,
                 format!(
@@ -70,33 +103,34 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
                 ),
             ));
         }
-        if now.record.start_token() != before.start_token() {
+        if now.record.start_token() != before.proc_start {
             return Err(Error::refused(
                 RefusalKind::NotLive,
                 format!(
                     "the record of pid {pid} now names start token {}, not {}: another process wrote it",
                     now.record.start_token().unwrap_or("(none)"),
-                    before.start_token().unwrap_or("(none)")
+                    before.proc_start.unwrap_or("(none)")
                 ),
             ));
         }
-        if now.record.name != before.name {
+        if now.record.name.as_deref() != before.name {
             return Err(Error::refused(
                 RefusalKind::IdentityMismatch,
                 format!(
                     "session {id} was renamed from `{}` to `{}` since it was resolved; resolve it again",
-                    before.name.as_deref().unwrap_or(""),
+                    before.name.unwrap_or(""),
                     now.record.name.as_deref().unwrap_or("")
                 ),
             ));
         }
-        if now.record.messaging_socket_path != before.messaging_socket_path {
+        let socket = now.record.messaging_socket_path.as_deref().map(Path::new);
+        if socket != Some(before.socket) {
             return Err(Error::refused(
                 RefusalKind::IdentityMismatch,
                 format!(
                     "session {id} now names the messaging socket `{}` instead of `{}`",
                     now.record.messaging_socket_path.as_deref().unwrap_or(""),
-                    before.messaging_socket_path.as_deref().unwrap_or("")
+                    before.socket.display()
                 ),
             ));
         }

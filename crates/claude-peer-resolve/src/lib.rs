@@ -34,6 +34,7 @@ mod live;
 mod resolve;
 mod scan;
 
+pub use confirm::Identity;
 pub use error::{Error, Refusal, RefusalKind};
 pub use live::{AddressableSession, LiveSession};
 pub use scan::{Addressability, Discovery, Entries, Rereads, Scan, Scope, Session, Warning};

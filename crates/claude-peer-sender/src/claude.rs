@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use claude_peer_resolve::RefusalKind;
 
-use crate::hook::{self, Plan};
-use crate::sender::{Sender, SenderOptions};
+use crate::hook;
+use crate::sender::{Idle, Sender, SenderOptions};
 use crate::stream::Line;
 use claude_peer_deliver::{Confirmation, Outcome, Relay, RelayFailure, Target};
 
@@ -79,7 +79,8 @@ impl ClaudeRelay {
 impl Relay for ClaudeRelay {
     fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
         let deadline = Instant::now() + self.timeout;
-        let mut sender = Sender::start(&self.options).map_err(RelayFailure::new)?;
+        let mut sender =
+            Sender::start(&self.options).map_err(|err| RelayFailure::new(err.to_string()))?;
         let result = send_once(&mut sender, target, message, deadline, self.receipt_window);
         sender.close(deadline);
         result.map_err(|failure| match failure.kind() {
@@ -98,16 +99,17 @@ fn send_once(
     deadline: Instant,
     window: Duration,
 ) -> Result<Confirmation, RelayFailure> {
-    let plan = Plan::of(target, message);
-    let ids = sender.request(&plan, false).map_err(RelayFailure::new)?;
-    let msg_id = await_result(sender, &ids.send, deadline, true, |_| {})?;
-    let recipient = format!("uds:{}", plan.to);
+    let ids = sender
+        .request(target, message, Idle::Ignore)
+        .map_err(|err| RelayFailure::new(err.to_string()))?;
+    let msg_id = await_result(sender, &ids.send, deadline, TurnEnd::Fails, |_| {})?;
+    let recipient = format!("uds:{}", target.socket.display());
     let until = (Instant::now() + window).min(deadline);
     loop {
         let left = until.saturating_duration_since(Instant::now());
         match sender.lines.recv_timeout(left) {
-            Ok(Line::Receipt(receipt)) if receipt.recipient == recipient => {
-                return settle(receipt.outcome, msg_id);
+            Ok(Line::Tally(tally)) if tally.recipient == recipient => {
+                return settle(tally.outcome, msg_id);
             }
             // No notice within the window: the receiver took it.
             Err(RecvTimeoutError::Timeout) => return Ok(confirmation(Outcome::Accepted, msg_id)),
@@ -124,15 +126,23 @@ fn send_once(
     }
 }
 
+/// What the end of a turn before the awaited call means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TurnEnd {
+    /// The send failed: a sender that serves one send has nothing else to do.
+    Fails,
+    /// Nothing: a mailbox's sender ends turns of other sends meanwhile.
+    Continues,
+}
+
 /// Follows the sender's stream until the tool result of `id`, handing every other line
 /// to `other`; the `msg_id` on success. A failed call is the hook's refusal when it
-/// noted one, else `delivery_failed` in Claude Code's words. With `turn_ends_it`, the
-/// end of a turn before the call is a failure (a sender that serves one send).
+/// noted one, else `delivery_failed` in Claude Code's words.
 pub(crate) fn await_result(
     sender: &mut Sender,
     id: &str,
     deadline: Instant,
-    turn_ends_it: bool,
+    turn_end: TurnEnd,
     mut other: impl FnMut(Line),
 ) -> Result<Option<String>, RelayFailure> {
     loop {
@@ -177,7 +187,7 @@ pub(crate) fn await_result(
                     |refusal| RelayFailure::refused(refusal.kind, refusal.message),
                 ));
             }
-            Line::Result if turn_ends_it => {
+            Line::Result if turn_end == TurnEnd::Fails => {
                 return Err(RelayFailure::new(
                     "Claude Code ended its turn without making the planned SendMessage",
                 ));

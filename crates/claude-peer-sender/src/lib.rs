@@ -25,11 +25,13 @@
 
 mod claude;
 pub mod endpoint;
+mod error;
 pub mod hook;
 mod mailbox;
 mod sender;
 mod stream;
 
 pub use claude::{ClaudeRelay, DEFAULT_RECEIPT_WINDOW};
+pub use error::Error;
 pub use mailbox::{Event, Mailbox, Receipt, Waker};
-pub use sender::{DEFAULT_SENDER_NAME, default_sender_home};
+pub use sender::{DEFAULT_SENDER_NAME, Idle, default_sender_home};

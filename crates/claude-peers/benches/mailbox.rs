@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use claude_peer_deliver::{Courier, deliver};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_sender::{ClaudeRelay, Mailbox};
+use claude_peer_sender::{ClaudeRelay, Idle, Mailbox};
 
 use receiver::{Receiver, claude};
 
@@ -55,7 +55,7 @@ fn main() {
     let courier = || Courier::os().with_managed_settings(&managed);
     let mut mailbox = Mailbox::with_courier(courier(), home.clone(), &relay).unwrap();
     mailbox
-        .send(&receiver.session_id, "warm up", false)
+        .send(&receiver.session_id, "warm up", Idle::Ignore)
         .unwrap();
     std::thread::sleep(Duration::from_secs(3));
     let idle_rss = rss_mib(mailbox.pid());
@@ -65,7 +65,11 @@ fn main() {
     for round in 0..ROUNDS {
         let started = Instant::now();
         mailbox
-            .send(&receiver.session_id, &format!("running {round}"), false)
+            .send(
+                &receiver.session_id,
+                &format!("running {round}"),
+                Idle::Ignore,
+            )
             .unwrap();
         running.push(started.elapsed());
 
@@ -106,7 +110,8 @@ fn main() {
     // more ("its rate limit"): the load is paced by retrying after a pause.
     let mut limited = 0;
     for n in 0..SENDS {
-        while let Err(err) = mailbox.send(&receiver.session_id, &format!("load {n}"), false) {
+        while let Err(err) = mailbox.send(&receiver.session_id, &format!("load {n}"), Idle::Ignore)
+        {
             assert!(err.to_string().contains("rate limit"), "{err}");
             limited += 1;
             std::thread::sleep(Duration::from_secs(2));

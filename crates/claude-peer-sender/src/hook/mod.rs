@@ -14,15 +14,19 @@
 //! Claude Code runs hooks as commands, so they must be a program: `claude-peers hook …`,
 //! or any binary of a harness that calls [`run`] with its arguments.
 
+mod plan;
+
 use std::ffi::OsString;
-use std::fs::{self, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::{Discovery, Refusal, RefusalKind};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub(crate) use plan::{Call, Plan, read_refusal};
+use plan::{PlanError, note_refusal};
 
 /// The largest hook input read from stdin: a 64 KiB message, JSON-escaped, with room.
 const MAX_INPUT_BYTES: u64 = 1024 * 1024;
@@ -30,79 +34,31 @@ const MAX_INPUT_BYTES: u64 = 1024 * 1024;
 /// How this project's send prompts begin; every other prompt is kept from the model.
 pub(crate) const PROMPT_PREFIX: &str = "claude-peers send ";
 
-/// The one tool call a sender may make, and whom it must still reach.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Plan {
-    /// The user's Claude home, whose registry the target is confirmed in.
-    pub(crate) home: PathBuf,
-    pub(crate) session_id: String,
-    pub(crate) pid: u32,
-    /// The start token the target was resolved with.
-    pub(crate) proc_start: Option<String>,
-    /// `SendMessage`'s `to`: the target's socket path.
-    pub(crate) to: String,
-    pub(crate) message: String,
-    /// A pure idle subscription (`message` empty) rather than a message.
-    pub(crate) notify_when_idle: bool,
-}
-
-impl Plan {
-    /// The plan of sending `message` to `target`.
-    pub(crate) fn of(target: &claude_peer_deliver::Target, message: &str) -> Self {
-        Self {
-            home: target.home.clone(),
-            session_id: target.session_id.clone(),
-            pid: target.pid.get(),
-            proc_start: target.proc_start.clone(),
-            to: target.socket.to_string_lossy().into_owned(),
-            message: message.to_owned(),
-            notify_when_idle: false,
-        }
-    }
-
-    /// Writes the plan to `path` (created, never followed through a link).
-    pub(crate) fn write(&self, path: &Path) -> io::Result<()> {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
-        file.write_all(&serde_json::to_vec(self).map_err(io::Error::other)?)
-    }
-
-    /// The `SendMessage` input this plan allows.
-    pub(crate) fn input(&self) -> Value {
-        if self.notify_when_idle {
-            serde_json::json!({"to": self.to, "message": "", "notify_when_idle": true})
-        } else {
-            serde_json::json!({"to": self.to, "message": self.message})
-        }
-    }
-
-    fn read(path: &Path) -> Result<Self, String> {
-        let bytes = fs::read(path)
-            .map_err(|err| format!("cannot read the plan `{}`: {err}", path.display()))?;
-        serde_json::from_slice(&bytes)
-            .map_err(|err| format!("the plan `{}` is invalid: {err}", path.display()))
-    }
-}
-
-/// Where the hook notes why it blocked the planned call `tool_use_id`: beside its plan.
-fn refusal_path(plans: &Path, tool_use_id: &str) -> PathBuf {
-    plans.join(format!("{tool_use_id}.refusal.json"))
-}
-
-/// Reads a refusal the hook noted for the planned call `tool_use_id`.
-pub(crate) fn read_refusal(plans: &Path, tool_use_id: &str) -> Option<Refusal> {
-    let value: Value =
-        serde_json::from_slice(&fs::read(refusal_path(plans, tool_use_id)).ok()?).ok()?;
-    let name = value.get("refusal")?.as_str()?;
-    let kind = [
-        RefusalKind::NotLive,
-        RefusalKind::IdentityMismatch,
-        RefusalKind::NotAddressable,
-    ]
-    .into_iter()
-    .find(|kind| kind.as_str() == name)
-    .unwrap_or(RefusalKind::DeliveryFailed);
-    let message = value.get("message")?.as_str()?.to_owned();
-    Some(Refusal { kind, message })
+/// Why a hook blocks: its words reach Claude Code on stderr.
+#[derive(Debug, thiserror::Error)]
+enum Blocked {
+    #[error("cannot read the hook input: {0}")]
+    Input(io::Error),
+    #[error("the hook input is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("unknown hook arguments {0:?}")]
+    Arguments(Vec<OsString>),
+    #[error("claude-peers: inbound item kept from the model")]
+    Inbound,
+    #[error("claude-peers planned no tool call `{0}`")]
+    Unplanned(String),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("claude-peers allows this sender no tool but SendMessage, not `{0}`")]
+    Tool(String),
+    #[error(
+        "claude-peers: this SendMessage is not the planned one (another address, other text or another subscription)"
+    )]
+    NotAsPlanned,
+    #[error("claude-peers: the planned SendMessage was already made ({0})")]
+    AlreadyMade(io::Error),
+    #[error("{0}")]
+    Refused(Refusal),
 }
 
 /// Runs the hook named by `args` (`pre-tool-use PLANS` or `user-prompt-submit`) on the
@@ -110,31 +66,30 @@ pub(crate) fn read_refusal(plans: &Path, tool_use_id: &str) -> Option<Refusal> {
 /// 0 allows, 2 blocks (with the reason on stderr).
 #[must_use]
 pub fn run(args: &[OsString]) -> i32 {
-    let mut input = Vec::new();
-    if let Err(err) = io::stdin().take(MAX_INPUT_BYTES).read_to_end(&mut input) {
-        return block(&format!("cannot read the hook input: {err}"));
-    }
-    let input: Value = match serde_json::from_slice(&input) {
-        Ok(input) => input,
-        Err(err) => return block(&format!("the hook input is not JSON: {err}")),
-    };
-    let result = match args {
-        [mode, plan] if mode == "pre-tool-use" => pre_tool_use(Path::new(plan), &input),
-        [mode] if mode == "user-prompt-submit" => user_prompt_submit(&input),
-        _ => Err(format!("unknown hook arguments {args:?}")),
-    };
-    match result {
+    match hook(args) {
         Ok(()) => 0,
-        Err(why) => block(&why),
+        Err(why) => {
+            let _ = writeln!(io::stderr(), "{why}");
+            2
+        }
     }
 }
 
-fn block(why: &str) -> i32 {
-    let _ = writeln!(io::stderr(), "{why}");
-    2
+fn hook(args: &[OsString]) -> Result<(), Blocked> {
+    let mut input = Vec::new();
+    io::stdin()
+        .take(MAX_INPUT_BYTES)
+        .read_to_end(&mut input)
+        .map_err(Blocked::Input)?;
+    let input: Value = serde_json::from_slice(&input).map_err(Blocked::NotJson)?;
+    match args {
+        [mode, plans] if mode == "pre-tool-use" => pre_tool_use(Path::new(plans), &input),
+        [mode] if mode == "user-prompt-submit" => user_prompt_submit(&input),
+        _ => Err(Blocked::Arguments(args.to_vec())),
+    }
 }
 
-fn user_prompt_submit(input: &Value) -> Result<(), String> {
+fn user_prompt_submit(input: &Value) -> Result<(), Blocked> {
     let prompt = input
         .get("prompt")
         .and_then(Value::as_str)
@@ -147,110 +102,102 @@ fn user_prompt_submit(input: &Value) -> Result<(), String> {
     if ours && !prompt.trim().is_empty() {
         Ok(())
     } else {
-        Err("claude-peers: inbound item kept from the model".to_owned())
+        Err(Blocked::Inbound)
     }
 }
 
-fn pre_tool_use(plans: &Path, input: &Value) -> Result<(), String> {
+fn pre_tool_use(plans: &Path, input: &Value) -> Result<(), Blocked> {
     let id = input
         .get("tool_use_id")
         .and_then(Value::as_str)
         .unwrap_or_default();
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return Err(format!("claude-peers planned no tool call `{id}`"));
+        return Err(Blocked::Unplanned(id.to_owned()));
     }
-    let plan_path = plans.join(format!("{id}.json"));
-    let plan = Plan::read(&plan_path)?;
+    let plan = Plan::read(&plans.join(format!("{id}.json")))?;
     let tool = input
         .get("tool_name")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let tool_input = input.get("tool_input").cloned().unwrap_or(Value::Null);
-    let field = |name: &str| tool_input.get(name).and_then(Value::as_str);
     if tool != "SendMessage" {
-        return Err(format!(
-            "claude-peers allows this sender no tool but SendMessage, not `{tool}`"
-        ));
+        return Err(Blocked::Tool(tool.to_owned()));
     }
-    let notify = tool_input.get("notify_when_idle").and_then(Value::as_bool) == Some(true);
-    if field("to") != Some(plan.to.as_str())
-        || field("message") != Some(plan.message.as_str())
-        || notify != plan.notify_when_idle
+    if input
+        .get("tool_input")
+        .is_none_or(|made| !is_as_planned(made, &plan))
     {
-        return Err("claude-peers: this SendMessage is not the planned one (another address, other text or another subscription)".to_owned());
+        return Err(Blocked::NotAsPlanned);
     }
     // Once: the marker is created exclusively, so a second identical call is blocked.
     OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(plans.join(format!("{id}.used")))
-        .map_err(|err| format!("claude-peers: the planned SendMessage was already made ({err})"))?;
+        .map_err(Blocked::AlreadyMade)?;
     if let Err(refusal) = confirm(&plan) {
-        let noted =
-            serde_json::json!({"refusal": refusal.kind.as_str(), "message": refusal.message});
-        let _ = fs::write(refusal_path(plans, id), noted.to_string());
-        return Err(refusal.to_string());
+        note_refusal(plans, id, &refusal);
+        return Err(Blocked::Refused(refusal));
     }
     Ok(())
 }
 
-/// The same pid, with the same start token, must still run the same session id, and it
-/// must still be the one live, addressable session with that id.
+/// Whether the `SendMessage` input `made` is the planned one: the same address, the same
+/// text byte for byte, the same idle subscription.
+fn is_as_planned(made: &Value, plan: &Plan) -> bool {
+    let field = |name: &str| made.get(name).and_then(Value::as_str);
+    let notify = made.get("notify_when_idle").and_then(Value::as_bool) == Some(true);
+    let (message, subscribes) = match &plan.call {
+        Call::Message(text) => (text.as_str(), false),
+        Call::IdleSubscription => ("", true),
+    };
+    field("to") == Some(plan.to().as_str())
+        && field("message") == Some(message)
+        && notify == subscribes
+}
+
+/// The target must still be the session the gate confirmed, by the gate's own rule
+/// ([`Discovery::confirm`]): the same pid, with the same start token, running the same
+/// session id under the same name and socket, still addressable.
 fn confirm(plan: &Plan) -> Result<(), Refusal> {
-    let home = ClaudeHome::new(&plan.home);
-    let session = Discovery::os()
-        .resolve_live_session(&home, &plan.session_id)
-        .map_err(|err| match err {
-            claude_peer_resolve::Error::Refused(refusal) => refusal,
-            other => Refusal {
-                kind: RefusalKind::NotLive,
-                message: other.to_string(),
-            },
-        })?;
-    let proc_start = session.record.start_token().map(str::to_owned);
-    let socket = session.record.messaging_socket_path.as_deref();
-    if session.pid.get() != plan.pid || proc_start != plan.proc_start {
-        return Err(Refusal {
+    let home = ClaudeHome::new(&plan.target.home);
+    match Discovery::os().confirm(&home, plan.target.identity()) {
+        Ok(_) => Ok(()),
+        Err(claude_peer_resolve::Error::Refused(refusal)) => Err(refusal),
+        Err(other) => Err(Refusal {
             kind: RefusalKind::NotLive,
-            message: format!(
-                "session {} is no longer run by pid {} with start token {}: a restart or resume in between",
-                plan.session_id,
-                plan.pid,
-                plan.proc_start.as_deref().unwrap_or("(none)")
-            ),
-        });
+            message: other.to_string(),
+        }),
     }
-    if socket != Some(plan.to.as_str()) {
-        return Err(Refusal {
-            kind: RefusalKind::IdentityMismatch,
-            message: format!(
-                "session {} now names the messaging socket {}, not {}",
-                plan.session_id,
-                socket.unwrap_or("(none)"),
-                plan.to
-            ),
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::fs;
+    use std::os::unix::net::UnixListener;
+
+    use claude_peer_deliver::Target;
+    use claude_peer_registry::Pid;
+    use claude_peer_testkit::registry::{Children, proc_start, record};
     use serde_json::json;
+
+    use super::*;
 
     const ID: &str = "toolu_claude_peers_0";
 
     fn plans() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        Plan {
-            home: dir.path().join("no-home"),
+        let target = Target {
+            name: None,
             session_id: "s-1".to_owned(),
-            pid: 1,
+            pid: Pid::new(Pid::MAX).unwrap(),
+            socket: "/tmp/cc-socks/1.sock".into(),
+            cwd: "/w".into(),
             proc_start: None,
-            to: "/tmp/cc-socks/1.sock".to_owned(),
-            message: "exact \"text\"\n".to_owned(),
-            notify_when_idle: false,
+            home: dir.path().join("no-home"),
+        };
+        Plan {
+            target,
+            call: Call::Message("exact \"text\"\n".to_owned()),
         }
         .write(&dir.path().join(format!("{ID}.json")))
         .unwrap();
@@ -271,7 +218,9 @@ mod tests {
         let plans = dir.path();
         let planned = send("/tmp/cc-socks/1.sock", "exact \"text\"\n");
         let refused = |id: &str, tool: &str, input: &Value| {
-            pre_tool_use(plans, &call(id, tool, input)).unwrap_err()
+            pre_tool_use(plans, &call(id, tool, input))
+                .unwrap_err()
+                .to_string()
         };
         assert!(refused(ID, "Bash", &planned).contains("`Bash`"));
         assert!(
@@ -333,6 +282,115 @@ mod tests {
             assert!(
                 user_prompt_submit(&json!({"prompt": prompt})).is_err(),
                 "{prompt}"
+            );
+        }
+    }
+
+    /// A live session: a child process with its record (true start token) in a fresh
+    /// home and a socket of this user.
+    struct Live {
+        _root: tempfile::TempDir,
+        _children: Children,
+        _socket: UnixListener,
+        home: ClaudeHome,
+        target: Target,
+        other_pid: Pid,
+    }
+
+    fn live() -> Live {
+        let root = tempfile::tempdir().unwrap();
+        let children = Children::spawn(2).unwrap();
+        let [pid, other_pid] = children.pids()[..] else {
+            unreachable!()
+        };
+        let socks = root.path().join("socks");
+        fs::create_dir_all(&socks).unwrap();
+        let socket = UnixListener::bind(socks.join(format!("{pid}.sock"))).unwrap();
+        let home = ClaudeHome::new(root.path().join("home"));
+        fs::create_dir_all(home.sessions_dir()).unwrap();
+        let body = record(pid, &proc_start(pid).unwrap(), None, &socks);
+        fs::write(home.sessions_dir().join(format!("{pid}.json")), body).unwrap();
+        let session = Discovery::os()
+            .resolve_live_session(&home, &format!("75c834bc-f549-4085-a152-{pid:012x}"))
+            .unwrap();
+        let target = Target {
+            name: session.record.name.clone(),
+            session_id: session.record.session_id.clone(),
+            pid: session.pid,
+            socket: session.socket.clone(),
+            cwd: "/home/ada".into(),
+            proc_start: session.record.proc_start.clone(),
+            home: home.root().to_path_buf(),
+        };
+        Live {
+            _root: root,
+            _children: children,
+            _socket: socket,
+            home,
+            target,
+            other_pid: Pid::new(other_pid).unwrap(),
+        }
+    }
+
+    /// What the hook answers to the planned call of `target`, made as planned.
+    fn hook_on(target: &Target) -> Result<(), Blocked> {
+        let plans = tempfile::tempdir().unwrap();
+        let plan = Plan {
+            target: target.clone(),
+            call: Call::Message("hi".to_owned()),
+        };
+        plan.write(&plans.path().join(format!("{ID}.json")))
+            .unwrap();
+        pre_tool_use(plans.path(), &call(ID, "SendMessage", &plan.input()))
+    }
+
+    /// A change to a target, given another live pid.
+    type Change = fn(&mut Target, Pid);
+
+    #[test]
+    fn the_hook_and_the_gate_refuse_the_same_mismatches_by_one_rule() {
+        let live = live();
+        let discovery = Discovery::os();
+        discovery
+            .confirm(&live.home, live.target.identity())
+            .unwrap();
+        hook_on(&live.target).unwrap();
+
+        let mismatches: [(&str, Change, RefusalKind); 4] = [
+            ("pid", |t, other| t.pid = other, RefusalKind::NotLive),
+            (
+                "start token",
+                |t, _| t.proc_start = Some("1".to_owned()),
+                RefusalKind::NotLive,
+            ),
+            (
+                "session id",
+                |t, _| t.session_id = "a-cleared-session".to_owned(),
+                RefusalKind::NotLive,
+            ),
+            (
+                "socket",
+                |t, _| t.socket = "/elsewhere/other.sock".into(),
+                RefusalKind::IdentityMismatch,
+            ),
+        ];
+        for (what, change, kind) in mismatches {
+            let mut target = live.target.clone();
+            change(&mut target, live.other_pid);
+            let gate = discovery
+                .confirm(&live.home, target.identity())
+                .unwrap_err()
+                .refusal()
+                .cloned()
+                .unwrap();
+            let Err(Blocked::Refused(hook)) = hook_on(&target) else {
+                panic!("the hook let a call through to another {what}");
+            };
+            assert_eq!(gate.kind, kind, "the gate on another {what}: {gate}");
+            assert_eq!(
+                (hook.kind, hook.message),
+                (gate.kind, gate.message),
+                "the hook refuses another {what} as the gate does"
             );
         }
     }

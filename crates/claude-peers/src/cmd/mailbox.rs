@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use claude_peer_deliver::Courier;
 use claude_peer_registry::ClaudeHome;
-use claude_peer_sender::{Event, Mailbox, Waker};
+use claude_peer_sender::{Event, Idle, Mailbox, Waker};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -155,7 +155,12 @@ fn answer(mailbox: &mut Mailbox, line: Result<String, String>) -> Value {
         }
     };
     let send = request.send;
-    match mailbox.send(&send.session_id, &send.message, send.notify_when_idle) {
+    let idle = if send.notify_when_idle {
+        Idle::Notify
+    } else {
+        Idle::Ignore
+    };
+    match mailbox.send(&send.session_id, &send.message, idle) {
         Ok(delivered) => json!({
             "event": "sent", "id": request.id, "msg_id": delivered.msg_id,
             "session": SessionJson::addressable(&delivered.session),

@@ -5,8 +5,10 @@
 //! message released, denied or expired minutes later, replies sent to its address, and
 //! idle notices of receivers it subscribed to.
 
+mod tracker;
+
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::mpsc::{RecvTimeoutError, Sender as Channel};
 use std::time::{Duration, Instant};
@@ -14,13 +16,12 @@ use std::time::{Duration, Instant};
 use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
 
-use crate::claude::await_result;
-use crate::hook::Plan;
-use crate::sender::Sender;
-use crate::stream::{Inbound, Line};
-use claude_peer_deliver::{
-    Confirmation, Courier, Delivered, Error, Outcome, Relay, RelayFailure, Target,
-};
+use crate::Error;
+use crate::claude::{TurnEnd, await_result};
+use crate::sender::{Idle, Sender};
+use crate::stream::{Line, Queued};
+use claude_peer_deliver::{Confirmation, Courier, Delivered, Outcome, Relay, RelayFailure, Target};
+use tracker::Tracker;
 
 use crate::ClaudeRelay;
 
@@ -91,12 +92,12 @@ impl Waker {
 /// ```no_run
 /// use std::time::Duration;
 /// use claude_peer_registry::ClaudeHome;
-/// use claude_peer_sender::{ClaudeRelay, Event, Mailbox};
+/// use claude_peer_sender::{ClaudeRelay, Event, Idle, Mailbox};
 ///
 /// let home = ClaudeHome::new("/home/ada/.claude");
 /// let relay = ClaudeRelay::new("/usr/local/bin/claude", vec!["/usr/local/bin/claude-peers".into(), "hook".into()]);
 /// let mut mailbox = Mailbox::open(home, &relay)?;
-/// let sent = mailbox.send("8668bde0-50ff-4b1e-a7dc-8a4dcbefad57", "review PR 12, reply here", true)?;
+/// let sent = mailbox.send("8668bde0-50ff-4b1e-a7dc-8a4dcbefad57", "review PR 12, reply here", Idle::Notify)?;
 /// println!("sent {:?}", sent.msg_id);
 /// while let Some(event) = mailbox.next_event(Duration::from_secs(600)) {
 ///     match event {
@@ -137,7 +138,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         home: ClaudeHome,
         relay: &ClaudeRelay,
     ) -> Result<Self, Error> {
-        let sender = Sender::start(&relay.options).map_err(Error::Sender)?;
+        let sender = Sender::start(&relay.options)?;
         Ok(Self {
             courier,
             home,
@@ -158,27 +159,28 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
     /// Sends `message` to the live session `session_id`, with every check of a one-shot
     /// send, and returns once Claude Code has sent it (its `msg_id` in the result); what
     /// the receiver does with it comes later as [`Event::Receipt`]. With
-    /// `notify_when_idle`, the mailbox also subscribes to the receiver's next idle moment
+    /// [`Idle::Notify`], the mailbox also subscribes to the receiver's next idle moment
     /// ([`Event::Idle`]).
     pub fn send(
         &mut self,
         session_id: &str,
         message: &str,
-        notify_when_idle: bool,
+        idle: Idle,
     ) -> Result<Delivered, Error> {
         if self.closed {
-            return Err(Error::Sender("the mailbox's sender has ended".to_owned()));
+            return Err(Error::Ended);
         }
         let relay = MailboxRelay {
             sender: RefCell::new(&mut self.sender),
             tracker: RefCell::new(&mut self.tracker),
             ready: RefCell::new(&mut self.ready),
             timeout: self.timeout,
-            notify_when_idle,
+            idle,
         };
-        self.courier
+        Ok(self
+            .courier
             .prepare(&self.home, session_id, message)?
-            .hand_over(&relay)
+            .hand_over(&relay)?)
     }
 
     /// A [`Waker`] that makes [`Mailbox::next_event`] return early, for callers that
@@ -302,10 +304,10 @@ fn observe(
     session_at: impl Fn(&str) -> Option<String>,
 ) {
     match line {
-        Line::Receipt(receipt) => {
-            tracker.counted(&receipt.recipient, receipt.outcome, receipt.count);
+        Line::Tally(tally) => {
+            tracker.counted(&tally.recipient, tally.outcome, tally.count);
         }
-        Line::Inbound(Inbound::Notice {
+        Line::Queued(Queued::Notice {
             outcome,
             recipient,
             msg_ids,
@@ -314,7 +316,7 @@ fn observe(
                 tracker.notice(outcome, &recipient, &msg_ids),
             ));
         }
-        Line::Inbound(Inbound::Message {
+        Line::Queued(Queued::Message {
             from,
             from_name,
             text,
@@ -327,14 +329,14 @@ fn observe(
                 text,
             });
         }
-        Line::Inbound(Inbound::Idle { recipient }) => {
+        Line::Queued(Queued::Idle { recipient }) => {
             let session_id = session_at(&recipient);
             ready.push_back(Event::Idle {
                 recipient,
                 session_id,
             });
         }
-        Line::Inbound(Inbound::Other(text)) => ready.push_back(Event::Notice(text)),
+        Line::Queued(Queued::Other(text)) => ready.push_back(Event::Notice(text)),
         _ => {}
     }
 }
@@ -346,7 +348,7 @@ struct MailboxRelay<'a> {
     tracker: RefCell<&'a mut Tracker>,
     ready: RefCell<&'a mut VecDeque<Event>>,
     timeout: Duration,
-    notify_when_idle: bool,
+    idle: Idle,
 }
 
 impl Relay for MailboxRelay<'_> {
@@ -356,17 +358,23 @@ impl Relay for MailboxRelay<'_> {
         let mut tracker = self.tracker.borrow_mut();
         let mut ready = self.ready.borrow_mut();
         let ids = sender
-            .request(&Plan::of(target, message), self.notify_when_idle)
-            .map_err(RelayFailure::new)?;
+            .request(target, message, self.idle)
+            .map_err(|err| RelayFailure::new(err.to_string()))?;
         // Sessions are looked up when events are read, not while sending.
-        let msg_id = await_result(&mut sender, &ids.send, deadline, false, |line| {
-            observe(line, &mut tracker, &mut ready, |_| None);
-        })?;
+        let msg_id = await_result(
+            &mut sender,
+            &ids.send,
+            deadline,
+            TurnEnd::Continues,
+            |line| {
+                observe(line, &mut tracker, &mut ready, |_| None);
+            },
+        )?;
         if let Some(msg_id) = &msg_id {
             tracker.sent(msg_id, &format!("uds:{}", target.socket.display()));
         }
         let detail = match &ids.subscribe {
-            Some(id) => await_result(&mut sender, id, deadline, false, |line| {
+            Some(id) => await_result(&mut sender, id, deadline, TurnEnd::Continues, |line| {
                 observe(line, &mut tracker, &mut ready, |_| None);
             })
             .err()
@@ -378,189 +386,5 @@ impl Relay for MailboxRelay<'_> {
             receipt: None,
             msg_id,
         })
-    }
-}
-
-/// Which messages still wait for a word from their receiver.
-#[derive(Debug)]
-struct Tracker {
-    window: Duration,
-    /// Sent, no notice yet, by receiver: accepted once the window after the last send
-    /// to that receiver passes quietly (notices to one receiver are debounced).
-    unsettled: HashMap<String, (Instant, Vec<String>)>,
-    /// Held, waiting for released, denied or expired.
-    held: Vec<(String, String)>,
-    /// The count of the informational line that precedes each notice, by receiver.
-    counts: HashMap<(String, Outcome), usize>,
-}
-
-impl Tracker {
-    fn new(window: Duration) -> Self {
-        Self {
-            window,
-            unsettled: HashMap::new(),
-            held: Vec::new(),
-            counts: HashMap::new(),
-        }
-    }
-
-    fn sent(&mut self, msg_id: &str, recipient: &str) {
-        let entry = self
-            .unsettled
-            .entry(recipient.to_owned())
-            .or_insert_with(|| (Instant::now(), Vec::new()));
-        entry.0 = Instant::now() + self.window;
-        entry.1.push(msg_id.to_owned());
-    }
-
-    fn counted(&mut self, recipient: &str, outcome: Outcome, count: usize) {
-        self.counts.insert((recipient.to_owned(), outcome), count);
-    }
-
-    /// A notice naming `named` (maybe not all it covers): settles what it names, and
-    /// attributes the rest only when exactly as many candidates wait as it covers.
-    fn notice(&mut self, outcome: Outcome, recipient: &str, named: &[String]) -> Receipt {
-        let count = self
-            .counts
-            .remove(&(recipient.to_owned(), outcome))
-            .unwrap_or(0)
-            .max(named.len())
-            .max(1);
-        let waiting: Vec<String> = match outcome {
-            Outcome::Held | Outcome::Refused | Outcome::Accepted => self
-                .unsettled
-                .get(recipient)
-                .map(|(_, ids)| ids.clone())
-                .unwrap_or_default(),
-            Outcome::Released | Outcome::Denied | Outcome::Expired => self
-                .held
-                .iter()
-                .filter(|(_, to)| to == recipient)
-                .map(|(id, _)| id.clone())
-                .collect(),
-        };
-        let unnamed: Vec<String> = waiting
-            .into_iter()
-            .filter(|id| !named.contains(id))
-            .collect();
-        let mut msg_ids = named.to_vec();
-        if unnamed.len() == count - named.len() {
-            msg_ids.extend(unnamed);
-        }
-        if let Some((_, ids)) = self.unsettled.get_mut(recipient) {
-            ids.retain(|id| !msg_ids.contains(id));
-        }
-        self.held.retain(|(id, _)| !msg_ids.contains(id));
-        if outcome == Outcome::Held {
-            self.held
-                .extend(msg_ids.iter().map(|id| (id.clone(), recipient.to_owned())));
-        }
-        Receipt {
-            outcome,
-            msg_ids,
-            count,
-            recipient: recipient.to_owned(),
-        }
-    }
-
-    /// Receivers whose window passed without a notice: their messages were accepted.
-    fn due(&mut self, now: Instant) -> Vec<Receipt> {
-        let due: Vec<String> = self
-            .unsettled
-            .iter()
-            .filter(|(_, (until, ids))| *until <= now && !ids.is_empty())
-            .map(|(recipient, _)| recipient.clone())
-            .collect();
-        due.into_iter()
-            .filter_map(|recipient| {
-                let (_, msg_ids) = self.unsettled.remove(&recipient)?;
-                Some(Receipt {
-                    outcome: Outcome::Accepted,
-                    count: msg_ids.len(),
-                    msg_ids,
-                    recipient,
-                })
-            })
-            .collect()
-    }
-
-    fn next_due(&self) -> Option<Instant> {
-        self.unsettled
-            .values()
-            .filter(|(_, ids)| !ids.is_empty())
-            .map(|(until, _)| *until)
-            .min()
-    }
-
-    fn unknown(&self) -> Vec<String> {
-        let mut unknown: Vec<String> = self.held.iter().map(|(id, _)| id.clone()).collect();
-        unknown.extend(
-            self.unsettled
-                .values()
-                .flat_map(|(_, ids)| ids.iter().cloned()),
-        );
-        unknown
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ids(names: &[&str]) -> Vec<String> {
-        names.iter().map(|&n| n.to_owned()).collect()
-    }
-
-    #[test]
-    fn quiet_windows_accept_and_notices_settle_what_they_name() {
-        let mut tracker = Tracker::new(Duration::ZERO);
-        tracker.sent("a", "uds:/r.sock");
-        tracker.sent("b", "uds:/r.sock");
-        tracker.sent("c", "uds:/s.sock");
-        let held = tracker.notice(Outcome::Held, "uds:/r.sock", &ids(&["a"]));
-        assert_eq!(held.msg_ids, ids(&["a"]));
-        let accepted = tracker.due(Instant::now() + Duration::from_millis(1));
-        assert_eq!(accepted.len(), 2);
-        assert!(
-            accepted
-                .iter()
-                .any(|r| r.recipient == "uds:/r.sock" && r.msg_ids == ids(&["b"]))
-        );
-        assert_eq!(
-            tracker.unknown(),
-            ids(&["a"]),
-            "a held message has no final outcome yet"
-        );
-        let released = tracker.notice(Outcome::Released, "uds:/r.sock", &ids(&["a"]));
-        assert_eq!((released.msg_ids, released.count), (ids(&["a"]), 1));
-        assert!(tracker.unknown().is_empty());
-    }
-
-    #[test]
-    fn a_coalesced_notice_attributes_the_unnamed_only_when_the_count_leaves_no_doubt() {
-        let mut tracker = Tracker::new(Duration::from_secs(60));
-        for id in ["a", "b", "c", "d", "e", "f", "g"] {
-            tracker.sent(id, "uds:/r.sock");
-        }
-        tracker.counted("uds:/r.sock", Outcome::Held, 7);
-        let all = tracker.notice(
-            Outcome::Held,
-            "uds:/r.sock",
-            &ids(&["a", "b", "c", "d", "e"]),
-        );
-        assert_eq!(
-            (all.count, all.msg_ids.len()),
-            (7, 7),
-            "the two unnamed are the two waiting"
-        );
-
-        tracker.counted("uds:/r.sock", Outcome::Released, 3);
-        let some = tracker.notice(Outcome::Released, "uds:/r.sock", &ids(&["a"]));
-        assert_eq!(
-            (some.count, some.msg_ids),
-            (3, ids(&["a"])),
-            "six wait, three released: which is unknown"
-        );
-        assert_eq!(tracker.unknown().len(), 6);
     }
 }

@@ -1,0 +1,110 @@
+//! The plan of one tool call: written by the sender before it asks for the call, read by
+//! the `pre-tool-use` hook in another process at the moment of the call.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use claude_peer_deliver::Target;
+use claude_peer_resolve::{Refusal, RefusalKind};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The largest plan read back: a 64 KiB message, JSON-escaped, and its target.
+const MAX_PLAN_BYTES: u64 = 1024 * 1024;
+
+/// The one tool call a sender may make: whom it must still reach, and what it carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Plan {
+    /// The session, as the gate confirmed it; the hook confirms it again by the same rule.
+    pub(crate) target: Target,
+    pub(crate) call: Call,
+}
+
+/// What a planned `SendMessage` carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Call {
+    /// A message with exactly this text.
+    Message(String),
+    /// No message: a subscription to the target's next idle moment.
+    IdleSubscription,
+}
+
+/// Why a hook could not read a plan.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlanError {
+    #[error("cannot read the plan `{}`: {source}", path.display())]
+    Unreadable { path: PathBuf, source: io::Error },
+    #[error("the plan `{}` is invalid: {source}", path.display())]
+    Invalid {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+impl Plan {
+    /// The address `SendMessage` is given: the target's socket path.
+    pub(crate) fn to(&self) -> String {
+        self.target.socket.to_string_lossy().into_owned()
+    }
+
+    /// The `SendMessage` input this plan allows.
+    pub(crate) fn input(&self) -> Value {
+        match &self.call {
+            Call::Message(text) => json!({"to": self.to(), "message": text}),
+            Call::IdleSubscription => {
+                json!({"to": self.to(), "message": "", "notify_when_idle": true})
+            }
+        }
+    }
+
+    /// Writes the plan to `path` (created, never followed through a link).
+    pub(crate) fn write(&self, path: &Path) -> io::Result<()> {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+        file.write_all(&serde_json::to_vec(self).map_err(io::Error::other)?)
+    }
+
+    pub(crate) fn read(path: &Path) -> Result<Self, PlanError> {
+        let unreadable = |source| PlanError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut bytes = Vec::new();
+        fs::File::open(path)
+            .and_then(|file| file.take(MAX_PLAN_BYTES).read_to_end(&mut bytes))
+            .map_err(unreadable)?;
+        serde_json::from_slice(&bytes).map_err(|source| PlanError::Invalid {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// Where the hook notes why it blocked the planned call `tool_use_id`: beside its plan.
+fn refusal_path(plans: &Path, tool_use_id: &str) -> PathBuf {
+    plans.join(format!("{tool_use_id}.refusal.json"))
+}
+
+/// Notes `refusal` for the planned call `tool_use_id`, for the relay to report.
+pub(crate) fn note_refusal(plans: &Path, tool_use_id: &str, refusal: &Refusal) {
+    let noted = json!({"refusal": refusal.kind.as_str(), "message": refusal.message});
+    let _ = fs::write(refusal_path(plans, tool_use_id), noted.to_string());
+}
+
+/// Reads a refusal the hook noted for the planned call `tool_use_id`.
+pub(crate) fn read_refusal(plans: &Path, tool_use_id: &str) -> Option<Refusal> {
+    let value: Value =
+        serde_json::from_slice(&fs::read(refusal_path(plans, tool_use_id)).ok()?).ok()?;
+    let name = value.get("refusal")?.as_str()?;
+    let kind = [
+        RefusalKind::NotLive,
+        RefusalKind::IdentityMismatch,
+        RefusalKind::NotAddressable,
+    ]
+    .into_iter()
+    .find(|kind| kind.as_str() == name)
+    .unwrap_or(RefusalKind::DeliveryFailed);
+    let message = value.get("message")?.as_str()?.to_owned();
+    Some(Refusal { kind, message })
+}
