@@ -301,7 +301,9 @@ pub fn deliver(
     Courier::os().deliver(home, session_id, message, relay)
 }
 
-fn check_message(message: &str) -> Result<(), Error> {
+/// The gate's first check, for front ends that answer a malformed call before any work:
+/// an empty (or whitespace-only) message and one above [`MAX_MESSAGE_BYTES`] are errors.
+pub fn check_message(message: &str) -> Result<(), Error> {
     if message.len() > MAX_MESSAGE_BYTES {
         return Err(Error::MessageTooLarge {
             len: message.len(),

@@ -67,7 +67,9 @@ mod outcome;
 mod program;
 mod relay;
 
-pub use courier::{Courier, Delivered, Inbound, MAX_MESSAGE_BYTES, Prepared, deliver};
+pub use courier::{
+    Courier, Delivered, Inbound, MAX_MESSAGE_BYTES, Prepared, check_message, deliver,
+};
 pub use error::Error;
 pub use outcome::Outcome;
 pub use program::{

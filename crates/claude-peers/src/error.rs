@@ -3,6 +3,8 @@
 use std::io;
 use std::process::ExitCode;
 
+use crate::json::FailureJson;
+
 /// The documented exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Exit {
@@ -44,27 +46,42 @@ impl Failure {
         self.exit == Exit::Success
     }
 
-    /// Its JSON shape, `{"refusal"|"error": name, "message": …}`; written by hand to keep
-    /// the documented key order: the name first, then the message.
+    /// Its JSON shape, `{"refusal"|"error": name, "message": …}`.
+    pub(crate) fn shape(&self) -> FailureJson<'_> {
+        let (name, message) = (self.name, self.message.as_str());
+        if self.key == "refusal" {
+            FailureJson::Refusal {
+                refusal: name,
+                message,
+            }
+        } else {
+            FailureJson::Error {
+                error: name,
+                message,
+            }
+        }
+    }
+
+    /// [`Failure::shape`] as JSON text.
     pub(crate) fn json(&self) -> String {
-        format!(
-            "{{{}:{},\"message\":{}}}",
-            serde_json::Value::from(self.key),
-            serde_json::Value::from(self.name),
-            serde_json::Value::from(self.message.as_str())
-        )
+        serde_json::to_string(&self.shape()).unwrap_or_default()
+    }
+
+    /// The refusal `refusal`, exit 3.
+    pub(crate) fn refusal(refusal: &claude_peer_resolve::Refusal) -> Self {
+        Self {
+            exit: Exit::Refusal,
+            key: "refusal",
+            name: refusal.kind.as_str(),
+            message: refusal.message.clone(),
+        }
     }
 }
 
 impl From<claude_peer_resolve::Error> for Failure {
     fn from(err: claude_peer_resolve::Error) -> Self {
         match err.refusal() {
-            Some(refusal) => Self {
-                exit: Exit::Refusal,
-                key: "refusal",
-                name: refusal.kind.as_str(),
-                message: refusal.message.clone(),
-            },
+            Some(refusal) => Self::refusal(refusal),
             None => Self::error("registry_unreadable", err.to_string()),
         }
     }
@@ -75,14 +92,18 @@ impl From<claude_peer_deliver::Error> for Failure {
         match err {
             claude_peer_deliver::Error::Discovery(err) => err.into(),
             err => match err.refusal() {
-                Some(refusal) => Self {
-                    exit: Exit::Refusal,
-                    key: "refusal",
-                    name: refusal.kind.as_str(),
-                    message: refusal.message.clone(),
-                },
+                Some(refusal) => Self::refusal(refusal),
                 None => Self::error(err.as_str(), err.to_string()),
             },
+        }
+    }
+}
+
+impl From<claude_peer_sender::Error> for Failure {
+    fn from(err: claude_peer_sender::Error) -> Self {
+        match err {
+            claude_peer_sender::Error::Delivery(err) => err.into(),
+            err => Self::error(err.as_str(), err.to_string()),
         }
     }
 }

@@ -3,19 +3,22 @@
 
 mod cli;
 mod cmd;
-mod context;
 mod error;
+mod json;
+mod ops;
 mod output;
-mod view;
+mod table;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::Parser;
+use claude_peer_resolve::Scope;
 
 use crate::cli::{Cli, Command};
-use crate::context::HOOK;
 use crate::error::{Exit, Failure};
+use crate::ops::Context;
+use crate::ops::send::HOOK;
 use crate::output::Output;
 
 fn main() -> ExitCode {
@@ -36,29 +39,32 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
-    let home = context::home(cli.home)?;
+    let ctx = Context::new(cli.home)?;
     match cli.command {
-        Command::List { all } => cmd::list::run(&home, all, out),
-        Command::Show { target } => cmd::show::run(&home, &target, out),
-        Command::Resolve { session_id } => cmd::resolve::run(&home, &session_id, out),
-        Command::Settings { action } => cmd::settings::run(&home, action, out),
-        Command::Watch { poll } => cmd::watch::run(&home, poll, out),
-        Command::Send(args) => cmd::send::run(&home, args, out),
+        Command::List { all } => {
+            let scope = if all { Scope::All } else { Scope::Live };
+            cmd::list::run(&ctx, scope, out)
+        }
+        Command::Show { target } => cmd::show::run(&ctx, &target, out),
+        Command::Resolve { session_id } => cmd::resolve::run(&ctx, &session_id, out),
+        Command::Settings { action } => cmd::settings::run(ctx, action, out),
+        Command::Watch { poll } => cmd::watch::run(&ctx, poll, out),
+        Command::Send(args) => cmd::send::run(ctx, args, out),
         Command::Mailbox {
             from,
             claude,
             timeout,
             managed_settings,
-        } => context::claude_relay(claude, from, timeout)
-            .and_then(|relay| cmd::mailbox::run(&home, &relay, managed_settings)),
+        } => cmd::mailbox::run(
+            &ctx.with_managed_settings(managed_settings),
+            claude,
+            from,
+            timeout,
+        ),
         Command::Mcp {
             claude,
             managed_settings,
-        } => cmd::mcp::run(cmd::mcp::Config {
-            home,
-            claude,
-            managed_settings,
-        }),
+        } => cmd::mcp::run(ctx.with_managed_settings(managed_settings), claude),
         Command::Completions { shell } => cmd::completions::run(shell),
     }
 }

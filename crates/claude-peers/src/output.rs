@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use crate::error::Failure;
-use crate::view::Style;
+use crate::table::Style;
 
 /// The output channel of one invocation.
 #[derive(Debug)]

@@ -2,13 +2,14 @@
 
 use std::io::{self, Write};
 
-use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_registry::{ClaudeHome, Liveness};
-use claude_peer_resolve::{Discovery, Scope, Session};
+use claude_peer_resolve::{Scope, Session};
 
 use crate::error::{Exit, Failure};
+use crate::json::SessionJson;
+use crate::ops::{Context, sessions};
 use crate::output::Output;
-use crate::view::{Columns, SessionJson, now_ms, status_text};
+use crate::table::{Column, Table, now_ms, status_text};
 
 /// How many rows of a human `list` set its column widths: every row of any real
 /// listing, while `list --all` over a huge registry of leftovers still prints as it goes.
@@ -16,20 +17,15 @@ const WIDTH_SAMPLE: usize = 1000;
 
 /// Prints the entries as they are judged: JSON element by element, or a table whose
 /// widths come from its first [`WIDTH_SAMPLE`] rows. Nothing else is held.
-pub(crate) fn run(home: &ClaudeHome, all: bool, out: &Output) -> Result<Exit, Failure> {
-    let scope = if all { Scope::All } else { Scope::Live };
-    // One scan and gone: pinning live processes would only cost a pidfd each.
-    let discovery = Discovery::new(OsProcessTable::with_pin_limit(0), OsRegistryFs);
-    let entries = discovery.entries(home, scope)?;
-    for warning in entries.warnings() {
-        out.warn(&warning.to_string());
-    }
+pub(crate) fn run(ctx: &Context, scope: Scope, out: &Output) -> Result<Exit, Failure> {
     let mut stdout = io::BufWriter::new(io::stdout().lock());
-    if out.json {
-        json_list(&mut stdout, entries)?;
-    } else {
-        human_list(&mut stdout, home, entries, all, out)?;
-    }
+    sessions::list(ctx, scope, out, |entries| {
+        if out.json {
+            json_list(&mut stdout, entries)
+        } else {
+            human_list(&mut stdout, &ctx.home, entries, scope, out)
+        }
+    })??;
     stdout.flush()?;
     Ok(Exit::Success)
 }
@@ -51,13 +47,21 @@ fn human_list(
     to: &mut impl Write,
     home: &ClaudeHome,
     sessions: impl Iterator<Item = Session>,
-    all: bool,
+    scope: Scope,
     out: &Output,
 ) -> io::Result<()> {
     let now = now_ms();
-    let mut header = vec!["NAME", "STATUS", "CWD", "PID", "TMUX", "MSG"];
+    let all = scope == Scope::All;
+    let mut columns = vec![
+        Column::plain("NAME"),
+        Column::status("STATUS"),
+        Column::plain("CWD"),
+        Column::plain("PID"),
+        Column::plain("TMUX"),
+        Column::plain("MSG"),
+    ];
     if all {
-        header.extend(["VERDICT", "REASON"]);
+        columns.extend([Column::plain("VERDICT"), Column::plain("REASON")]);
     }
     let (mut records, mut live) = (0_usize, 0_usize);
     let mut rows = sessions.map(|s| {
@@ -81,8 +85,8 @@ fn human_list(
         };
         return to.write_all(sentence.as_bytes());
     }
-    let columns = Columns::measure(&header, &sample, out.style);
-    to.write_all(columns.header(&header).as_bytes())?;
+    let columns = Table::measure(&columns, &sample, out.style);
+    to.write_all(columns.header().as_bytes())?;
     for row in &sample {
         to.write_all(columns.row(row).as_bytes())?;
     }
@@ -136,7 +140,7 @@ mod tests {
     use claude_peer_testkit::registry::{Children, Machine, Registry};
 
     use super::json_list;
-    use crate::view::SessionJson;
+    use crate::json::SessionJson;
 
     #[test]
     fn the_streamed_json_list_is_the_collected_array_byte_for_byte() {

@@ -1,29 +1,46 @@
 //! `mailbox`: one long-lived Claude Code sender over stdin and stdout as JSON lines,
 //! for harnesses in any language.
 
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, Write};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::Duration;
 
-use claude_peer_deliver::Courier;
-use claude_peer_registry::ClaudeHome;
+use claude_peer_deliver::bounded::{self, Line};
 use claude_peer_sender::{Event, Idle, Mailbox, Waker};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::error::{Exit, Failure};
-use crate::view::SessionJson;
+use crate::json::{MailboxEventJson, SessionJson};
+use crate::ops::{Context, send};
 
 /// The longest request line read: a 64 KiB message, JSON-escaped, with room.
-const MAX_REQUEST_BYTES: u64 = 1024 * 1024;
+const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
 /// What reaches the loop besides the mailbox's own events.
 enum Input {
-    Request(Result<String, String>),
+    Request(Result<String, BadLine>),
     End,
+}
+
+/// A request line that cannot be a request at all.
+#[derive(Debug, Clone, Copy)]
+enum BadLine {
+    Overlong,
+    NotUtf8,
+}
+
+impl BadLine {
+    const fn message(self) -> &'static str {
+        match self {
+            Self::Overlong => "a request line over 1 MiB",
+            Self::NotUtf8 => "a request line that is not UTF-8",
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -43,21 +60,21 @@ struct Send {
 }
 
 pub(crate) fn run(
-    home: &ClaudeHome,
-    relay: &claude_peer_sender::ClaudeRelay,
-    managed_settings: PathBuf,
+    ctx: &Context,
+    claude: Option<PathBuf>,
+    from: String,
+    timeout: Duration,
 ) -> Result<Exit, Failure> {
-    let courier = Courier::os().with_managed_settings(managed_settings);
-    let mut mailbox = Mailbox::with_courier(courier, home.clone(), relay)
-        .map_err(|err| Failure::error("sender_failed", err.to_string()))?;
+    let relay = send::claude(claude, from, timeout)?;
+    let mut mailbox = send::mailbox(ctx, &relay)?;
     let inputs = listen(&mailbox.waker())?;
     let mut out = io::stdout().lock();
     loop {
         while let Ok(input) = inputs.try_recv() {
             match input {
                 Input::Request(line) => {
-                    let event = answer(&mut mailbox, line);
-                    if emit(&mut out, &event).is_err() {
+                    let answered = answer(&mut mailbox, line, |event| emit(&mut out, event));
+                    if answered.is_err() {
                         return Ok(close(mailbox, &mut out));
                     }
                 }
@@ -66,7 +83,7 @@ pub(crate) fn run(
         }
         if let Some(event) = mailbox.next_event(Duration::from_secs(3600)) {
             let ended = matches!(event, Event::Closed { .. });
-            let written = emit(&mut out, &event_json(&event));
+            let written = emit(&mut out, &MailboxEventJson::from(&event));
             if ended {
                 return Ok(Exit::Error);
             }
@@ -81,7 +98,7 @@ pub(crate) fn run(
 fn close(mailbox: Mailbox, out: &mut impl Write) -> Exit {
     for event in mailbox.close() {
         // The reader may be gone (that is one way to end): nothing to tell anyone.
-        let _ = emit(out, &event_json(&event));
+        let _ = emit(out, &MailboxEventJson::from(&event));
     }
     Exit::Success
 }
@@ -105,45 +122,37 @@ fn listen(waker: &Waker) -> Result<Receiver<Input>, Failure> {
     });
     let waker = waker.clone();
     thread::spawn(move || {
-        let mut stdin = io::stdin().lock();
-        loop {
-            let mut line = Vec::new();
-            let read = stdin
-                .by_ref()
-                .take(MAX_REQUEST_BYTES)
-                .read_until(b'\n', &mut line);
-            let input = match read {
-                Ok(0) | Err(_) => Input::End,
-                Ok(_) if !line.ends_with(b"\n") && line.len() as u64 == MAX_REQUEST_BYTES => {
-                    let _ = stdin.skip_until(b'\n');
-                    Input::Request(Err("a request line over 1 MiB".to_owned()))
+        let _ = bounded::read_lines(io::stdin().lock(), MAX_REQUEST_BYTES, |line| {
+            let request = match line {
+                Line::Whole(bytes) => {
+                    String::from_utf8(bytes.to_vec()).map_err(|_| BadLine::NotUtf8)
                 }
-                Ok(_) => Input::Request(
-                    String::from_utf8(line)
-                        .map_err(|_| "a request line that is not UTF-8".to_owned()),
-                ),
+                Line::Overlong => Err(BadLine::Overlong),
             };
-            let end = matches!(input, Input::End);
-            if tx.send(input).is_err() {
-                return;
+            if tx.send(Input::Request(request)).is_err() {
+                return ControlFlow::Break(());
             }
             waker.wake();
-            if end {
-                return;
-            }
-        }
+            ControlFlow::Continue(())
+        });
+        let _ = tx.send(Input::End);
+        waker.wake();
     });
     Ok(rx)
 }
 
-/// The event that answers one request line: `sent`, `refused` or `error`.
-fn answer(mailbox: &mut Mailbox, line: Result<String, String>) -> Value {
+/// Answers one request line with its event, `sent`, `refused` or `error`, handed to
+/// `emit`.
+fn answer<T>(
+    mailbox: &mut Mailbox,
+    line: Result<String, BadLine>,
+    emit: impl FnOnce(&MailboxEventJson<'_>) -> T,
+) -> T {
+    let error = |id, message| MailboxEventJson::Error { id, message };
     let line = match line {
-        Ok(line) if line.trim().is_empty() => {
-            return json!({"event": "error", "id": null, "message": "an empty request line"});
-        }
+        Ok(line) if line.trim().is_empty() => return emit(&error(None, "an empty request line")),
         Ok(line) => line,
-        Err(what) => return json!({"event": "error", "id": null, "message": what}),
+        Err(bad) => return emit(&error(None, bad.message())),
     };
     let id = serde_json::from_str::<Value>(&line)
         .ok()
@@ -151,7 +160,10 @@ fn answer(mailbox: &mut Mailbox, line: Result<String, String>) -> Value {
     let request: Request = match serde_json::from_str(&line) {
         Ok(request) => request,
         Err(err) => {
-            return json!({"event": "error", "id": id, "message": format!("not a request ({err}); expected {{\"id\":…,\"send\":{{\"session_id\":…,\"message\":…}}}}")});
+            let message = format!(
+                "not a request ({err}); expected {{\"id\":…,\"send\":{{\"session_id\":…,\"message\":…}}}}"
+            );
+            return emit(&error(id.as_deref(), &message));
         }
     };
     let send = request.send;
@@ -160,48 +172,26 @@ fn answer(mailbox: &mut Mailbox, line: Result<String, String>) -> Value {
     } else {
         Idle::Ignore
     };
+    let id = request.id.as_deref();
     match mailbox.send(&send.session_id, &send.message, idle) {
-        Ok(delivered) => json!({
-            "event": "sent", "id": request.id, "msg_id": delivered.msg_id,
-            "session": SessionJson::addressable(&delivered.session),
+        Ok(delivered) => emit(&MailboxEventJson::Sent {
+            id,
+            msg_id: delivered.msg_id.as_deref(),
+            session: Box::new(SessionJson::addressable(&delivered.session)),
         }),
         Err(err) => match err.refusal() {
-            Some(refusal) => {
-                json!({"event": "refused", "id": request.id, "refusal": refusal.kind.as_str(), "message": refusal.message})
-            }
-            None => json!({"event": "error", "id": request.id, "message": err.to_string()}),
+            Some(refusal) => emit(&MailboxEventJson::Refused {
+                id,
+                refusal: refusal.kind.as_str(),
+                message: &refusal.message,
+            }),
+            None => emit(&error(id, &err.to_string())),
         },
     }
 }
 
-fn event_json(event: &Event) -> Value {
-    match event {
-        Event::Receipt(receipt) => json!({
-            "event": "receipt", "outcome": receipt.outcome.as_str(), "msg_ids": receipt.msg_ids,
-            "count": receipt.count, "recipient": receipt.recipient,
-        }),
-        Event::Message {
-            from,
-            from_name,
-            session_id,
-            text,
-        } => json!({
-            "event": "message", "from": from, "from_name": from_name, "session_id": session_id, "text": text,
-        }),
-        Event::Idle {
-            recipient,
-            session_id,
-        } => {
-            json!({"event": "idle", "recipient": recipient, "session_id": session_id})
-        }
-        Event::Notice(text) => json!({"event": "notice", "text": text}),
-        Event::Closed { unknown, reason } => {
-            json!({"event": "closed", "unknown": unknown, "reason": reason})
-        }
-    }
-}
-
-fn emit(out: &mut impl Write, value: &Value) -> io::Result<()> {
-    writeln!(out, "{value}")?;
+fn emit(out: &mut impl Write, event: &impl Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, event)?;
+    writeln!(out)?;
     out.flush()
 }

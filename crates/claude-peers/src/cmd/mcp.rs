@@ -16,10 +16,8 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use claude_peer_deliver::{Courier, DEFAULT_TIMEOUT, MAX_MESSAGE_BYTES};
-use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::{Discovery, Scope};
-use claude_peer_settings::effective_policy;
+use claude_peer_deliver::{DEFAULT_TIMEOUT, check_message};
+use claude_peer_resolve::Scope;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -35,25 +33,26 @@ use rmcp::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::context::{claude_relay, find_session, scan};
 use crate::error::{Exit, Failure};
+use crate::json::{DeliveredJson, SessionDetailJson, SessionJson, SessionsJson, Via};
+use crate::ops::send::{self, Relayed};
+use crate::ops::{Context, policy, sessions};
 use crate::output::Output;
-use crate::view::{DeliveredJson, SessionDetailJson, SessionJson};
 
 /// How rmcp begins the message of arguments that do not deserialize.
 const BAD_ARGUMENTS: &str = "failed to deserialize parameters:";
 
 /// What the server was started with.
 #[derive(Debug)]
-pub(crate) struct Config {
-    pub(crate) home: ClaudeHome,
+struct Config {
+    ctx: Context,
     /// The Claude Code that `send_message` sends with; `None`: `claude` on `PATH`.
-    pub(crate) claude: Option<PathBuf>,
-    pub(crate) managed_settings: PathBuf,
+    claude: Option<PathBuf>,
 }
 
 /// Serves MCP on stdin and stdout until the client closes stdin.
-pub(crate) fn run(config: Config) -> Result<Exit, Failure> {
+pub(crate) fn run(ctx: Context, claude: Option<PathBuf>) -> Result<Exit, Failure> {
+    let config = Config { ctx, claude };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -111,12 +110,6 @@ struct SendArgs {
     from: Option<String>,
 }
 
-/// `list_sessions`: an object, as MCP wants structured content to be, around `list --json`.
-#[derive(Debug, Serialize)]
-struct SessionsJson<'a> {
-    sessions: Vec<SessionJson<'a>>,
-}
-
 /// The MCP server: the tools and the `claude-peers://sessions` resource.
 #[derive(Debug, Clone)]
 pub(crate) struct Peers {
@@ -128,7 +121,7 @@ pub(crate) struct Peers {
 impl Peers {
     fn new(config: Config) -> Self {
         Self {
-            resource: sessions_resource::SessionsResource::new(config.home.clone()),
+            resource: sessions_resource::SessionsResource::new(config.ctx.clone()),
             config: Arc::new(config),
         }
     }
@@ -138,10 +131,10 @@ impl Peers {
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn list_sessions(&self, Parameters(args): Parameters<ListArgs>) -> CallToolResult {
-        let home = self.config.home.clone();
+        let config = Arc::clone(&self.config);
         let scope = if args.all { Scope::All } else { Scope::Live };
         blocking(move || {
-            let scan = scan(&Discovery::os(), &home, scope, &diagnostics())?;
+            let scan = sessions::scan(&config.ctx, scope, &diagnostics())?;
             let sessions = scan.sessions.iter().map(SessionJson::new).collect();
             to_json(&SessionsJson { sessions })
         })
@@ -153,9 +146,9 @@ impl Peers {
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn show_session(&self, Parameters(args): Parameters<ShowArgs>) -> CallToolResult {
-        let home = self.config.home.clone();
+        let config = Arc::clone(&self.config);
         blocking(move || {
-            let session = find_session(&home, &args.session, &diagnostics())?;
+            let session = sessions::find(&config.ctx, &args.session, &diagnostics())?;
             to_json(&SessionDetailJson::new(&session))
         })
         .await
@@ -169,22 +162,19 @@ impl Peers {
         &self,
         Parameters(args): Parameters<PolicyArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let cwd = match args.cwd {
-            Some(cwd) if Path::new(&cwd).is_absolute() => PathBuf::from(cwd),
-            Some(cwd) => {
-                return Err(ErrorData::invalid_params(
-                    format!("cwd `{cwd}` is not an absolute path"),
-                    None,
-                ));
-            }
-            None => std::env::current_dir().map_err(|err| {
-                ErrorData::internal_error(format!("cannot read the current directory: {err}"), None)
-            })?,
-        };
+        if let Some(cwd) = args
+            .cwd
+            .as_deref()
+            .filter(|cwd| !Path::new(cwd).is_absolute())
+        {
+            return Err(ErrorData::invalid_params(
+                format!("cwd `{cwd}` is not an absolute path"),
+                None,
+            ));
+        }
         let config = Arc::clone(&self.config);
         Ok(blocking(move || {
-            let report =
-                effective_policy(&config.home.user_settings(), &config.managed_settings, &cwd);
+            let report = policy::effective(&config.ctx, args.cwd.map(PathBuf::from))?;
             to_json(&report)
         })
         .await)
@@ -202,26 +192,21 @@ impl Peers {
         &self,
         Parameters(args): Parameters<SendArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        if args.message.len() > MAX_MESSAGE_BYTES {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "message is {} bytes, above the limit of {MAX_MESSAGE_BYTES} bytes (64 KiB); nothing was sent",
-                    args.message.len()
-                ),
-                None,
-            ));
+        // An oversized message is a malformed call; an empty one is refused as `send` does.
+        if let Err(err @ claude_peer_deliver::Error::MessageTooLarge { .. }) =
+            check_message(&args.message)
+        {
+            return Err(ErrorData::invalid_params(err.to_string(), None));
         }
         let config = Arc::clone(&self.config);
         Ok(blocking(move || {
             let from = args
                 .from
                 .unwrap_or_else(|| claude_peer_sender::DEFAULT_SENDER_NAME.to_owned());
-            let relay = claude_relay(config.claude.clone(), from, DEFAULT_TIMEOUT)?;
-            let delivered = Courier::os()
-                .with_managed_settings(&config.managed_settings)
-                .deliver(&config.home, &args.session_id, &args.message, &relay)
-                .map_err(Failure::from)?;
-            to_json(&DeliveredJson::new(&delivered, "claude"))
+            let relay =
+                Relayed::Claude(send::claude(config.claude.clone(), from, DEFAULT_TIMEOUT)?);
+            let delivered = send::send(&config.ctx, &args.session_id, &args.message, &relay)?;
+            to_json(&DeliveredJson::new(&delivered, Via::Claude))
         })
         .await)
     }

@@ -1,5 +1,6 @@
-//! One module per subcommand, as `main` dispatches them. None imports another: what
-//! several share lives beside them, in `context`, `view`, `output` and `error`.
+//! One module per subcommand, as `main` dispatches them: each parses its arguments,
+//! calls an operation (`ops`) and renders the result (`json`, `table`, `output`). None
+//! imports another.
 
 pub(crate) mod completions;
 pub(crate) mod list;

@@ -1,14 +1,12 @@
 //! `resolve`: whether a session id names one live, addressable session now.
 
-use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::Discovery;
-
 use crate::error::{Exit, Failure};
+use crate::json::SessionJson;
+use crate::ops::{Context, sessions};
 use crate::output::Output;
-use crate::view::SessionJson;
 
-pub(crate) fn run(home: &ClaudeHome, session_id: &str, out: &Output) -> Result<Exit, Failure> {
-    let session = Discovery::os().resolve_live_session(home, session_id)?;
+pub(crate) fn run(ctx: &Context, session_id: &str, out: &Output) -> Result<Exit, Failure> {
+    let session = sessions::resolve(ctx, session_id)?;
     if out.json {
         out.json(&SessionJson::addressable(&session))?;
     } else {

@@ -2,35 +2,24 @@
 
 use std::fmt::Write as _;
 use std::io;
-use std::path::Path;
 
-use claude_peer_registry::ClaudeHome;
-use claude_peer_settings::{
-    InboundPolicy, LayerState, Revision, SettingsStore, Snapshot, effective_policy,
-};
-use serde::Serialize;
+use claude_peer_settings::{InboundPolicy, LayerState, Snapshot};
 
 use crate::cli::{Policy, SettingsAction};
 use crate::error::{Exit, Failure};
+use crate::json::SettingsJson;
+use crate::ops::settings::Change;
+use crate::ops::{Context, policy, settings};
 use crate::output::Output;
-use crate::view::table;
-
-#[derive(Debug, Serialize)]
-struct SettingsJson<'a> {
-    path: &'a Path,
-    revision: &'a str,
-    cross_session_inbound: Option<&'static str>,
-}
+use crate::table::{Column, Style, table};
 
 pub(crate) fn run(
-    home: &ClaudeHome,
+    ctx: Context,
     action: Option<SettingsAction>,
     out: &Output,
 ) -> Result<Exit, Failure> {
-    let store = SettingsStore::new(home.user_settings());
-    let expect = |rev: Option<String>| rev.map(|r| r.parse::<Revision>()).transpose();
     let snapshot = match action {
-        None => store.read()?,
+        None => settings::read(&ctx)?,
         Some(SettingsAction::Set {
             policy,
             expect_revision,
@@ -40,25 +29,16 @@ pub(crate) fn run(
                 Policy::Hold => InboundPolicy::Hold,
                 Policy::Refuse => InboundPolicy::Refuse,
             };
-            store.set_inbound(policy, expect(expect_revision)?.as_ref())?
+            settings::change(&ctx, Change::Set(policy), expect_revision.as_deref())?
         }
         Some(SettingsAction::Reset { expect_revision }) => {
-            store.reset_inbound(expect(expect_revision)?.as_ref())?
+            settings::change(&ctx, Change::Reset, expect_revision.as_deref())?
         }
         Some(SettingsAction::Effective {
             cwd,
             managed_settings,
         }) => {
-            let cwd = match cwd {
-                Some(cwd) => cwd,
-                None => std::env::current_dir().map_err(|err| {
-                    Failure::error(
-                        "no_cwd",
-                        format!("cannot read the current directory: {err}"),
-                    )
-                })?,
-            };
-            let report = effective_policy(&home.user_settings(), &managed_settings, &cwd);
+            let report = policy::effective(&ctx.with_managed_settings(managed_settings), cwd)?;
             if out.json {
                 out.json(&report)?;
             } else {
@@ -125,9 +105,13 @@ fn human_effective(report: &claude_peer_settings::EffectivePolicy) -> String {
         })
         .collect();
     text.push_str(&table(
-        &["LAYER", "HOLDS", "FILE"],
+        &[
+            Column::plain("LAYER"),
+            Column::plain("HOLDS"),
+            Column::plain("FILE"),
+        ],
         &rows,
-        crate::view::Style { color: false },
+        Style::PLAIN,
     ));
     if !report.complete {
         text.push_str("warning: a layer could not be read, so the value may be wrong\n");

@@ -1,15 +1,15 @@
 //! `show`: one session in full, by session id or by the name of one live session.
 
-use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::Session;
 
-use crate::context::find_session;
 use crate::error::{Exit, Failure};
+use crate::json::SessionDetailJson;
+use crate::ops::{Context, sessions};
 use crate::output::Output;
-use crate::view::{SessionDetailJson, now_ms, status_text, table};
+use crate::table::{Column, Style, ago, now_ms, status_text, table};
 
-pub(crate) fn run(home: &ClaudeHome, target: &str, out: &Output) -> Result<Exit, Failure> {
-    let session = find_session(home, target, out)?;
+pub(crate) fn run(ctx: &Context, target: &str, out: &Output) -> Result<Exit, Failure> {
+    let session = sessions::find(ctx, target, out)?;
     if out.json {
         out.json(&SessionDetailJson::new(&session))?;
     } else {
@@ -22,8 +22,7 @@ fn human_show(session: &Session) -> String {
     let now = now_ms();
     let record = session.record.as_ref();
     let text = |value: Option<&str>| value.map(str::to_owned);
-    let ms =
-        |value: Option<u64>| value.map(|at| format!("{at} ({} ago)", crate::view::ago(now, at)));
+    let ms = |value: Option<u64>| value.map(|at| format!("{at} ({} ago)", ago(now, at)));
     let list = |items: Vec<String>| (!items.is_empty()).then(|| items.join(", "));
     let addressable = match &session.addressability {
         claude_peer_resolve::Addressability::Addressable(_) => "yes".to_owned(),
@@ -95,8 +94,8 @@ fn human_show(session: &Session) -> String {
         .filter_map(|(field, value)| Some(vec![field.to_owned(), value?]))
         .collect();
     table(
-        &["FIELD", "VALUE"],
+        &[Column::plain("FIELD"), Column::plain("VALUE")],
         &rows,
-        crate::view::Style { color: false },
+        Style::PLAIN,
     )
 }

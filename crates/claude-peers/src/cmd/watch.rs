@@ -8,26 +8,21 @@ use std::io;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use claude_peer_registry::ClaudeHome;
 use claude_peer_watch::{Event, Watcher};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use serde::Serialize;
 
 use crate::error::{Exit, Failure};
+use crate::json::{SessionJson, WatchEventJson};
+use crate::ops::Context;
 use crate::output::Output;
-use crate::view::{SessionJson, now_ms, status_text};
+use crate::table::{now_ms, status_text};
 
-#[derive(Debug, Serialize)]
-struct EventJson<'a> {
-    event: &'static str,
-    session: SessionJson<'a>,
-}
-
-pub(crate) fn run(home: &ClaudeHome, force_poll: bool, out: &Output) -> Result<Exit, Failure> {
+pub(crate) fn run(ctx: &Context, force_poll: bool, out: &Output) -> Result<Exit, Failure> {
+    let home = ctx.home.clone();
     let mut watcher = if force_poll {
-        Watcher::os_polling(home.clone())
+        Watcher::os_polling(home)
     } else {
-        Watcher::os(home.clone())
+        Watcher::os(home)
     }?;
     for warning in watcher.warnings() {
         out.warn(&warning.to_string());
@@ -45,7 +40,7 @@ pub(crate) fn run(home: &ClaudeHome, force_poll: bool, out: &Output) -> Result<E
 fn print(out: &Output, event: &Event) -> io::Result<()> {
     let session = event.session();
     if out.json {
-        return out.json(&EventJson {
+        return out.json(&WatchEventJson {
             event: event.as_str(),
             session: SessionJson::live(session),
         });

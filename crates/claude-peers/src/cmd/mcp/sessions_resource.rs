@@ -7,8 +7,7 @@ use std::thread;
 use std::time::Duration;
 
 use claude_peer_probe::{OsNotifier, OsProcessTable, OsRegistryFs};
-use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::{Discovery, Scope};
+use claude_peer_resolve::Scope;
 use claude_peer_watch::Watcher;
 use rmcp::model::{
     ReadResourceResult, Resource, ResourceContents, ResourceUpdatedNotificationParam,
@@ -16,9 +15,9 @@ use rmcp::model::{
 use rmcp::{ErrorData, Peer, RoleServer};
 use tokio::sync::mpsc;
 
-use crate::context::scan;
 use crate::error::Failure;
-use crate::view::SessionJson;
+use crate::json::SessionJson;
+use crate::ops::{Context, sessions};
 
 /// The resource's one URI.
 pub(crate) const URI: &str = "claude-peers://sessions";
@@ -29,15 +28,15 @@ const LISTENER_CHECK: Duration = Duration::from_secs(1);
 /// The resource and its subscription.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionsResource {
-    home: ClaudeHome,
+    ctx: Context,
     subscribed: Arc<AtomicBool>,
     watching: Arc<AtomicBool>,
 }
 
 impl SessionsResource {
-    pub(crate) fn new(home: ClaudeHome) -> Self {
+    pub(crate) fn new(ctx: Context) -> Self {
         Self {
-            home,
+            ctx,
             subscribed: Arc::new(AtomicBool::new(false)),
             watching: Arc::new(AtomicBool::new(false)),
         }
@@ -54,7 +53,7 @@ impl SessionsResource {
     }
 
     pub(crate) async fn read(&self) -> Result<ReadResourceResult, ErrorData> {
-        let list = live_list_off_loop(self.home.clone()).await?;
+        let list = live_list_off_loop(self.ctx.clone()).await?;
         Ok(ReadResourceResult::new(vec![
             ResourceContents::text(list, URI).with_mime_type("application/json"),
         ]))
@@ -67,7 +66,7 @@ impl SessionsResource {
         if self.watching.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        let home = self.home.clone();
+        let home = self.ctx.home.clone();
         let started = tokio::task::spawn_blocking(move || start_watch(home))
             .await
             .map_err(|err| ErrorData::internal_error(err.to_string(), None))
@@ -121,7 +120,7 @@ type OsWatcher = Watcher<OsProcessTable, OsRegistryFs, OsNotifier>;
 
 /// A watch of `home` with the sessions live now taken: only what changes from here on
 /// is announced.
-fn start_watch(home: ClaudeHome) -> Result<OsWatcher, Failure> {
+fn start_watch(home: claude_peer_registry::ClaudeHome) -> Result<OsWatcher, Failure> {
     let mut watcher = Watcher::os(home)?;
     let diagnostics = super::diagnostics();
     for warning in watcher.warnings() {
@@ -153,16 +152,16 @@ fn announce_changes(mut watcher: OsWatcher, news: &mpsc::UnboundedSender<()>) {
     }
 }
 
-async fn live_list_off_loop(home: ClaudeHome) -> Result<String, ErrorData> {
-    tokio::task::spawn_blocking(move || live_list(&home))
+async fn live_list_off_loop(ctx: Context) -> Result<String, ErrorData> {
+    tokio::task::spawn_blocking(move || live_list(&ctx))
         .await
         .map_err(|err| ErrorData::internal_error(err.to_string(), None))?
         .map_err(|failure| ErrorData::internal_error(failure.json(), None))
 }
 
 /// The change source: a fresh scan of the live sessions, as `list --json` prints them.
-fn live_list(home: &ClaudeHome) -> Result<String, Failure> {
-    let scan = scan(&Discovery::os(), home, Scope::Live, &super::diagnostics())?;
+fn live_list(ctx: &Context) -> Result<String, Failure> {
+    let scan = sessions::scan(ctx, Scope::Live, &super::diagnostics())?;
     let sessions: Vec<SessionJson<'_>> = scan.sessions.iter().map(SessionJson::new).collect();
     serde_json::to_string(&sessions).map_err(|err| Failure::error("internal", err.to_string()))
 }

@@ -1,12 +1,13 @@
-//! What the command prints: the JSON contract and the human tables.
+//! The JSON contract, in one place: every shape the command prints and the MCP server
+//! answers with (sessions, sends, settings, watch and mailbox events, failures), as typed
+//! serde structs whose field order is the documented key order.
 
-use std::fmt::Write as _;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use claude_peer_deliver::{Delivered, Outcome};
 use claude_peer_registry::{Pid, Record, Verdict};
 use claude_peer_resolve::{AddressableSession, LiveSession, Session};
+use claude_peer_sender::Event;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -168,135 +169,18 @@ impl<'a> SessionDetailJson<'a> {
     }
 }
 
-/// Terminal styling: only on a terminal, and never with `NO_COLOR`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Style {
-    pub(crate) color: bool,
+/// `list_sessions`: an object, as MCP wants structured content to be, around `list --json`.
+#[derive(Debug, Serialize)]
+pub(crate) struct SessionsJson<'a> {
+    pub(crate) sessions: Vec<SessionJson<'a>>,
 }
 
-impl Style {
-    pub(crate) fn paint(self, code: &str, text: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
-    }
-
-    fn status(self, text: &str) -> String {
-        let code = match text.split(' ').next() {
-            Some("busy") => "33",
-            Some("idle") => "32",
-            Some("waiting") => "35",
-            _ => "2",
-        };
-        self.paint(code, text)
-    }
-}
-
-/// Milliseconds since the epoch, now.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// `3m`, `45s`, `2h`, `5d`: how long ago `then_ms` was.
-pub(crate) fn ago(now_ms: u64, then_ms: u64) -> String {
-    let secs = now_ms.saturating_sub(then_ms) / 1000;
-    match secs {
-        0..60 => format!("{secs}s"),
-        60..3600 => format!("{}m", secs / 60),
-        3600..86_400 => format!("{}h", secs / 3600),
-        _ => format!("{}d", secs / 86_400),
-    }
-}
-
-/// The status column: `idle 3m`, `waiting (permission prompt) 10s`, `-`.
-pub(crate) fn status_text(record: Option<&Record>, now_ms: u64) -> String {
-    let Some(record) = record else {
-        return "-".to_owned();
-    };
-    let Some(status) = &record.status else {
-        return "starting".to_owned();
-    };
-    let word = record.activity().map_or(status.as_str(), |a| a.as_str());
-    let mut text = word.to_owned();
-    if let Some(waiting) = record.waiting_for.as_deref().filter(|_| word == "waiting") {
-        let _ = write!(text, " ({waiting})");
-    }
-    if let Some(since) = record.status_updated_at {
-        let _ = write!(text, " {}", ago(now_ms, since));
-    }
-    text
-}
-
-/// Renders rows as aligned columns (the last column is not padded).
-pub(crate) fn table(header: &[&str], rows: &[Vec<String>], style: Style) -> String {
-    let columns = Columns::measure(header, rows, style);
-    let mut out = columns.header(header);
-    for row in rows {
-        out.push_str(&columns.row(row));
-    }
-    out
-}
-
-/// Column widths, measured once from a header and the rows at hand; rows rendered
-/// later (a streamed table's) use the same widths, and a longer cell pushes only the
-/// rest of its own line to the right.
-#[derive(Debug)]
-pub(crate) struct Columns {
-    widths: Vec<usize>,
-    style: Style,
-}
-
-impl Columns {
-    pub(crate) fn measure(header: &[&str], rows: &[Vec<String>], style: Style) -> Self {
-        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-        for row in rows {
-            for (width, cell) in widths.iter_mut().zip(row) {
-                *width = (*width).max(cell.chars().count());
-            }
-        }
-        Self { widths, style }
-    }
-
-    /// The header line, in bold.
-    pub(crate) fn header(&self, header: &[&str]) -> String {
-        let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
-        self.line(&header, |_, h| self.style.paint("1", h))
-    }
-
-    /// One row's line; its second column (the status) is coloured.
-    pub(crate) fn row(&self, cells: &[String]) -> String {
-        self.line(cells, |i, cell| {
-            if i == 1 {
-                self.style.status(cell)
-            } else {
-                cell.to_owned()
-            }
-        })
-    }
-
-    fn line(&self, cells: &[String], painted: impl Fn(usize, &str) -> String) -> String {
-        let mut out = String::new();
-        let last = cells.len().saturating_sub(1);
-        for (i, cell) in cells.iter().enumerate() {
-            let width = self.widths.get(i).copied().unwrap_or(0);
-            let pad = if i == last {
-                0
-            } else {
-                width.saturating_sub(cell.chars().count()) + 2
-            };
-            out.push_str(&painted(i, cell));
-            out.extend(std::iter::repeat_n(' ', pad));
-        }
-        while out.ends_with(' ') {
-            out.pop();
-        }
-        out.push('\n');
-        out
-    }
+/// How a send went out: through Claude Code, or a relay program of the user's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Via {
+    Claude,
+    Program,
 }
 
 #[derive(Debug, Serialize)]
@@ -304,14 +188,13 @@ pub(crate) struct DeliveredJson<'a> {
     delivered: bool,
     session: SessionJson<'a>,
     inbound: &'static str,
-    via: &'static str,
+    via: Via,
     receipt: Option<&'static str>,
     msg_id: Option<&'a str>,
 }
 
 impl<'a> DeliveredJson<'a> {
-    /// `via` is `claude` or `program`.
-    pub(crate) fn new(delivered: &'a Delivered, via: &'static str) -> Self {
+    pub(crate) fn new(delivered: &'a Delivered, via: Via) -> Self {
         Self {
             delivered: true,
             session: SessionJson::addressable(&delivered.session),
@@ -321,6 +204,117 @@ impl<'a> DeliveredJson<'a> {
             msg_id: delivered.msg_id.as_deref(),
         }
     }
+}
+
+/// `settings`, `settings set` and `settings reset`.
+#[derive(Debug, Serialize)]
+pub(crate) struct SettingsJson<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) revision: &'a str,
+    pub(crate) cross_session_inbound: Option<&'static str>,
+}
+
+/// One line of `watch --json`.
+#[derive(Debug, Serialize)]
+pub(crate) struct WatchEventJson<'a> {
+    pub(crate) event: &'static str,
+    pub(crate) session: SessionJson<'a>,
+}
+
+/// One line of the mailbox's stdout: the answer to a request, or something it heard.
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub(crate) enum MailboxEventJson<'a> {
+    /// Claude Code sent the message of request `id`.
+    Sent {
+        id: Option<&'a str>,
+        msg_id: Option<&'a str>,
+        session: Box<SessionJson<'a>>,
+    },
+    /// Nothing was sent for request `id`.
+    Refused {
+        id: Option<&'a str>,
+        refusal: &'static str,
+        message: &'a str,
+    },
+    /// A request that could not be served; the mailbox goes on.
+    Error {
+        id: Option<&'a str>,
+        message: &'a str,
+    },
+    Receipt {
+        outcome: &'static str,
+        msg_ids: &'a [String],
+        count: usize,
+        recipient: &'a str,
+    },
+    Message {
+        from: &'a str,
+        from_name: Option<&'a str>,
+        session_id: Option<&'a str>,
+        text: &'a str,
+    },
+    Idle {
+        recipient: &'a str,
+        session_id: Option<&'a str>,
+    },
+    Notice {
+        text: &'a str,
+    },
+    Closed {
+        unknown: &'a [String],
+        reason: Option<&'a str>,
+    },
+}
+
+impl<'a> From<&'a Event> for MailboxEventJson<'a> {
+    fn from(event: &'a Event) -> Self {
+        match event {
+            Event::Receipt(receipt) => Self::Receipt {
+                outcome: receipt.outcome.as_str(),
+                msg_ids: &receipt.msg_ids,
+                count: receipt.count,
+                recipient: &receipt.recipient,
+            },
+            Event::Message {
+                from,
+                from_name,
+                session_id,
+                text,
+            } => Self::Message {
+                from,
+                from_name: from_name.as_deref(),
+                session_id: session_id.as_deref(),
+                text,
+            },
+            Event::Idle {
+                recipient,
+                session_id,
+            } => Self::Idle {
+                recipient,
+                session_id: session_id.as_deref(),
+            },
+            Event::Notice(text) => Self::Notice { text },
+            Event::Closed { unknown, reason } => Self::Closed {
+                unknown,
+                reason: reason.as_deref(),
+            },
+        }
+    }
+}
+
+/// A failure: `{"error"|"refusal": <stable name>, "message": …}`, the name first.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum FailureJson<'a> {
+    Error {
+        error: &'static str,
+        message: &'a str,
+    },
+    Refusal {
+        refusal: &'static str,
+        message: &'a str,
+    },
 }
 
 #[cfg(test)]

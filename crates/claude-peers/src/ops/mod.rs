@@ -1,0 +1,65 @@
+//! The operations: what each subcommand and each MCP tool does, written once.
+//!
+//! A subcommand (`cmd/`) parses its arguments, calls an operation and renders the result;
+//! an MCP tool (`cmd/mcp`) calls the same operation and answers with the same JSON
+//! shape (`json.rs`), so the two front ends cannot drift.
+
+pub(crate) mod policy;
+pub(crate) mod send;
+pub(crate) mod sessions;
+pub(crate) mod settings;
+
+use std::path::PathBuf;
+
+use claude_peer_deliver::Courier;
+use claude_peer_registry::ClaudeHome;
+use claude_peer_settings::MANAGED_SETTINGS_PATH;
+
+use crate::error::Failure;
+
+/// What the operations of one invocation share: whose sessions, under which managed
+/// settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Context {
+    pub(crate) home: ClaudeHome,
+    /// The managed settings file (`--managed-settings`), the top layer of every policy.
+    pub(crate) managed_settings: PathBuf,
+}
+
+impl Context {
+    /// The Claude home `--home`, else `CLAUDE_CONFIG_DIR`, else `~/.claude`, with the
+    /// system's managed settings.
+    pub(crate) fn new(home: Option<PathBuf>) -> Result<Self, Failure> {
+        let home = home
+            .map(ClaudeHome::new)
+            .or_else(|| {
+                ClaudeHome::from_env_values(
+                    std::env::var_os("CLAUDE_CONFIG_DIR"),
+                    std::env::var_os("HOME"),
+                )
+            })
+            .ok_or_else(|| {
+                Failure::error(
+                    "no_home",
+                    "no Claude home: pass --home, or set CLAUDE_CONFIG_DIR or HOME",
+                )
+            })?;
+        Ok(Self {
+            home,
+            managed_settings: PathBuf::from(MANAGED_SETTINGS_PATH),
+        })
+    }
+
+    /// The same, reading managed settings at `path`.
+    pub(crate) fn with_managed_settings(self, path: PathBuf) -> Self {
+        Self {
+            managed_settings: path,
+            ..self
+        }
+    }
+
+    /// The delivery gate every send goes through: built here and nowhere else.
+    pub(crate) fn courier(&self) -> Courier {
+        Courier::os().with_managed_settings(&self.managed_settings)
+    }
+}

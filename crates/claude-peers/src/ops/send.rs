@@ -1,0 +1,157 @@
+//! Sending: the relay a send goes through, the message, and the send itself; also the
+//! mailbox, which sends through the same gate.
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use claude_peer_deliver::{CommandRelay, Delivered, MAX_MESSAGE_BYTES, Relay};
+use claude_peer_sender::{ClaudeRelay, Mailbox};
+
+use crate::error::Failure;
+use crate::json::Via;
+use crate::ops::Context;
+
+/// The first argument that runs the Claude sender's hooks (see [`claude`]).
+pub(crate) const HOOK: &str = "hook";
+
+/// The relay a send goes through.
+#[derive(Debug)]
+pub(crate) enum Relayed {
+    /// Claude Code's own `SendMessage`, from a headless sender of this project.
+    Claude(ClaudeRelay),
+    /// A relay program of the user's.
+    Program(CommandRelay),
+}
+
+impl Relayed {
+    /// A relay program and its arguments, when `words` names one; else `claude`.
+    pub(crate) fn program_or(
+        words: Vec<OsString>,
+        timeout: Duration,
+        claude: impl FnOnce() -> Result<ClaudeRelay, Failure>,
+    ) -> Result<Self, Failure> {
+        let mut words = words.into_iter();
+        match words.next() {
+            Some(program) => Ok(Self::Program(
+                CommandRelay::new(program).args(words).timeout(timeout),
+            )),
+            None => claude().map(Self::Claude),
+        }
+    }
+
+    pub(crate) const fn via(&self) -> Via {
+        match self {
+            Self::Claude(_) => Via::Claude,
+            Self::Program(_) => Via::Program,
+        }
+    }
+}
+
+/// Delivers `message` to the live session `session_id` through `relay`, with every
+/// check of the gate.
+pub(crate) fn send(
+    ctx: &Context,
+    session_id: &str,
+    message: &str,
+    relay: &Relayed,
+) -> Result<Delivered, Failure> {
+    let relay: &dyn Relay = match relay {
+        Relayed::Claude(relay) => relay,
+        Relayed::Program(relay) => relay,
+    };
+    Ok(ctx
+        .courier()
+        .deliver(&ctx.home, session_id, message, &relay)?)
+}
+
+/// Opens a mailbox that sends with `relay`'s sender through the same gate as `send`.
+pub(crate) fn mailbox(ctx: &Context, relay: &ClaudeRelay) -> Result<Mailbox, Failure> {
+    Ok(Mailbox::with_courier(
+        ctx.courier(),
+        ctx.home.clone(),
+        relay,
+    )?)
+}
+
+/// The Claude sender of `send`, `mailbox` and the MCP `send_message`: the Claude Code
+/// found by [`find_claude`], with this program as its hook.
+pub(crate) fn claude(
+    claude: Option<PathBuf>,
+    from: String,
+    timeout: Duration,
+) -> Result<ClaudeRelay, Failure> {
+    let claude = find_claude(claude)?;
+    let hook = std::env::current_exe().map_err(|err| {
+        Failure::error(
+            "no_hook_program",
+            format!("cannot find this program to run as the sender's hook: {err}"),
+        )
+    })?;
+    Ok(ClaudeRelay::new(claude, vec![hook.into(), HOOK.into()])
+        .from(from)
+        .timeout(timeout))
+}
+
+/// The Claude Code to send with: `--claude`, else `claude` on `PATH`.
+fn find_claude(flag: Option<PathBuf>) -> Result<PathBuf, Failure> {
+    if let Some(path) = flag {
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(Failure::error(
+                "claude_not_found",
+                format!(
+                    "no Claude Code at `{}` (--claude); nothing was sent",
+                    path.display()
+                ),
+            ))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("claude"))
+        .find(|candidate| is_executable(candidate))
+        .ok_or_else(|| {
+            Failure::error(
+                "claude_not_found",
+                "no Claude Code to send with: --claude was not given and no `claude` is on PATH; nothing was sent",
+            )
+        })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// The message from stdin: at most one byte past the gate's limit is read (so a larger
+/// one is known to be too large without reading it all), and it must be UTF-8.
+pub(crate) fn message_from_stdin() -> Result<String, Failure> {
+    let mut bytes = Vec::new();
+    io::stdin()
+        .take(MAX_MESSAGE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| {
+            Failure::error(
+                "stdin_unreadable",
+                format!("cannot read the message from stdin: {err}"),
+            )
+        })?;
+    if bytes.len() > MAX_MESSAGE_BYTES {
+        return Err(Failure::error(
+            "message_too_large",
+            format!(
+                "the message on stdin is above the limit of {MAX_MESSAGE_BYTES} bytes (64 KiB); nothing was relayed"
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        Failure::error(
+            "message_not_utf8",
+            "the message on stdin is not UTF-8; nothing was relayed",
+        )
+    })
+}

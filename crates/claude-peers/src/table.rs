@@ -1,0 +1,184 @@
+//! Human output: aligned tables whose columns each have their own style, and the words
+//! for times and statuses they show.
+
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use claude_peer_registry::Record;
+
+/// Terminal styling: only on a terminal, and never with `NO_COLOR`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Style {
+    pub(crate) color: bool,
+}
+
+impl Style {
+    /// No colour at all.
+    pub(crate) const PLAIN: Self = Self { color: false };
+
+    pub(crate) fn paint(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+/// How the cells of one column are painted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Paint {
+    /// As they are.
+    Plain,
+    /// By the status word they begin with: busy, idle, waiting, anything else dimmed.
+    Status,
+}
+
+impl Paint {
+    fn cell(self, style: Style, text: &str) -> String {
+        match self {
+            Self::Plain => text.to_owned(),
+            Self::Status => {
+                let code = match text.split(' ').next() {
+                    Some("busy") => "33",
+                    Some("idle") => "32",
+                    Some("waiting") => "35",
+                    _ => "2",
+                };
+                style.paint(code, text)
+            }
+        }
+    }
+}
+
+/// A column: its title and how its cells are painted.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Column {
+    pub(crate) title: &'static str,
+    pub(crate) paint: Paint,
+}
+
+impl Column {
+    pub(crate) const fn plain(title: &'static str) -> Self {
+        Self {
+            title,
+            paint: Paint::Plain,
+        }
+    }
+
+    pub(crate) const fn status(title: &'static str) -> Self {
+        Self {
+            title,
+            paint: Paint::Status,
+        }
+    }
+}
+
+/// Renders rows as aligned columns (the last column is not padded).
+pub(crate) fn table(columns: &[Column], rows: &[Vec<String>], style: Style) -> String {
+    let table = Table::measure(columns, rows, style);
+    let mut out = table.header();
+    for row in rows {
+        out.push_str(&table.row(row));
+    }
+    out
+}
+
+/// Column widths, measured once from the titles and the rows at hand; rows rendered
+/// later (a streamed table's) use the same widths, and a longer cell pushes only the
+/// rest of its own line to the right.
+#[derive(Debug)]
+pub(crate) struct Table<'a> {
+    columns: &'a [Column],
+    widths: Vec<usize>,
+    style: Style,
+}
+
+impl<'a> Table<'a> {
+    pub(crate) fn measure(columns: &'a [Column], rows: &[Vec<String>], style: Style) -> Self {
+        let mut widths: Vec<usize> = columns.iter().map(|c| c.title.chars().count()).collect();
+        for row in rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        Self {
+            columns,
+            widths,
+            style,
+        }
+    }
+
+    /// The header line, in bold.
+    pub(crate) fn header(&self) -> String {
+        let titles: Vec<String> = self.columns.iter().map(|c| c.title.to_owned()).collect();
+        self.line(&titles, |_, title| self.style.paint("1", title))
+    }
+
+    /// One row's line, each cell painted as its column says.
+    pub(crate) fn row(&self, cells: &[String]) -> String {
+        self.line(cells, |i, cell| {
+            self.columns
+                .get(i)
+                .map_or(Paint::Plain, |c| c.paint)
+                .cell(self.style, cell)
+        })
+    }
+
+    fn line(&self, cells: &[String], painted: impl Fn(usize, &str) -> String) -> String {
+        let mut out = String::new();
+        let last = cells.len().saturating_sub(1);
+        for (i, cell) in cells.iter().enumerate() {
+            let width = self.widths.get(i).copied().unwrap_or(0);
+            let pad = if i == last {
+                0
+            } else {
+                width.saturating_sub(cell.chars().count()) + 2
+            };
+            out.push_str(&painted(i, cell));
+            out.extend(std::iter::repeat_n(' ', pad));
+        }
+        while out.ends_with(' ') {
+            out.pop();
+        }
+        out.push('\n');
+        out
+    }
+}
+
+/// Milliseconds since the epoch, now.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// `3m`, `45s`, `2h`, `5d`: how long ago `then_ms` was.
+pub(crate) fn ago(now_ms: u64, then_ms: u64) -> String {
+    let secs = now_ms.saturating_sub(then_ms) / 1000;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86_400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86_400),
+    }
+}
+
+/// The status column: `idle 3m`, `waiting (permission prompt) 10s`, `-`.
+pub(crate) fn status_text(record: Option<&Record>, now_ms: u64) -> String {
+    let Some(record) = record else {
+        return "-".to_owned();
+    };
+    let Some(status) = &record.status else {
+        return "starting".to_owned();
+    };
+    let word = record.activity().map_or(status.as_str(), |a| a.as_str());
+    let mut text = word.to_owned();
+    if let Some(waiting) = record.waiting_for.as_deref().filter(|_| word == "waiting") {
+        let _ = write!(text, " ({waiting})");
+    }
+    if let Some(since) = record.status_updated_at {
+        let _ = write!(text, " {}", ago(now_ms, since));
+    }
+    text
+}
