@@ -12,7 +12,7 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  tidy    the layer rules of ARCHITECTURE.md, checked over `cargo metadata`
+  tidy    the layer rules of ARCHITECTURE.md (over `cargo metadata`); no source file above 600 lines
   test    tidy, cargo fmt --check, clippy -D warnings, all tests (nextest when installed), doc tests, rustdoc -D warnings;
           first installs the pinned Claude Code the end-to-end tests run (npm, cached per user)
   deny    cargo deny check (installs cargo-deny when missing); advisories only when its database is present
@@ -103,7 +103,8 @@ fn tidy() -> Result<(), String> {
     }
     let metadata = serde_json::from_slice(&out.stdout)
         .map_err(|err| format!("cargo metadata printed no JSON: {err}"))?;
-    let broken = layer_violations(&metadata);
+    let mut broken = layer_violations(&metadata);
+    broken.extend(long_sources(&workspace_root().join("crates")));
     if broken.is_empty() {
         Ok(())
     } else {
@@ -112,6 +113,46 @@ fn tidy() -> Result<(), String> {
             broken.join("\n  ")
         ))
     }
+}
+
+/// The longest a library or command source file may grow: past it, a file holds several
+/// things and becomes a folder module.
+const MAX_SOURCE_LINES: usize = 600;
+
+/// Every source file under `crates/*/src` longer than [`MAX_SOURCE_LINES`], but for
+/// tests (`tests.rs`, or anything under a `tests/` folder).
+fn long_sources(crates: &Path) -> Vec<String> {
+    let mut long = Vec::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(crates)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("src"))
+        .collect();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let is_test = path
+                .file_name()
+                .is_some_and(|n| n == "tests" || n == "tests.rs");
+            if is_test {
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let lines = std::fs::read_to_string(&path).map_or(0, |text| text.lines().count());
+                if lines > MAX_SOURCE_LINES {
+                    long.push(format!(
+                        "{} has {lines} lines, above {MAX_SOURCE_LINES}: split it into a folder module",
+                        path.display()
+                    ));
+                }
+            }
+        }
+    }
+    long.sort();
+    long
 }
 
 /// Every way the workspace in `metadata` breaks the layer rules.
@@ -313,6 +354,26 @@ mod tests {
     #[test]
     fn the_workspace_keeps_its_layers() {
         assert_eq!(tidy(), Ok(()));
+    }
+
+    #[test]
+    fn a_source_file_above_600_lines_fails_tidy_and_tests_do_not() {
+        let root = env::temp_dir().join(format!("xtask-long-sources-{}", std::process::id()));
+        let src = root.join("claude-peer-x").join("src");
+        let write = |path: &Path, lines: usize| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "// a line\n".repeat(lines)).unwrap();
+        };
+        write(&src.join("long.rs"), 601);
+        write(&src.join("deep/long.rs"), 700);
+        write(&src.join("fits.rs"), 600);
+        write(&src.join("tests/long.rs"), 900);
+        write(&src.join("part/tests.rs"), 900);
+        let long = long_sources(&root);
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(long.len(), 2, "{long:?}");
+        assert!(long[0].contains("deep/long.rs has 700 lines"), "{long:?}");
+        assert!(long[1].contains("src/long.rs has 601 lines"), "{long:?}");
     }
 
     #[test]
