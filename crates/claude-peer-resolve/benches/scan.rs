@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_registry::{ClaudeHome, MAX_RECORD_BYTES};
 use claude_peer_resolve::{Discovery, LiveSession, Scope};
-use claude_peer_testkit::registry::{Children, Machine, Registry};
+use claude_peer_testkit::process::Children;
+use claude_peer_testkit::registry::{Machine, Registry};
 
 /// The argument that makes this binary measure one scan's peak memory and exit.
 const PEAK_CHILD: &str = "--peak-rss-child";

@@ -11,7 +11,16 @@ use claude_peer_probe::{
     Census, Counting, DirStatus, FileKind, Notice, Notifier, ProcessTable, Reader, RecordFile,
     RegistryFs, SocketStatus,
 };
-use claude_peer_registry::{Pid, ProcessFacts, Signal};
+use claude_peer_registry::{ClaudeHome, Pid, ProcessFacts, Signal};
+
+/// A uid for fakes: the reader's, and the owner of the files it is to trust.
+pub const UID: u32 = 1000;
+
+/// A home for fakes, which never look at its paths beyond a file's name.
+#[must_use]
+pub fn home() -> ClaudeHome {
+    ClaudeHome::new("/nonexistent/claude-home")
+}
 
 /// A process table held in a map: pids not in it answer `ESRCH`.
 #[derive(Debug, Clone)]

@@ -5,15 +5,16 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, Write as _};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use claude_peer_registry::ClaudeHome;
+
+use crate::home::TempHome;
+use crate::process::{Children, proc_start};
 
 /// Facts about this machine that generated records need.
 #[derive(Debug, Clone)]
@@ -55,54 +56,6 @@ impl Machine {
     }
 }
 
-/// Real `sleep 600` children, killed and reaped when dropped (also on panic).
-#[derive(Debug)]
-pub struct Children(Vec<Child>);
-
-impl Children {
-    /// Spawns `n` children.
-    pub fn spawn(n: usize) -> io::Result<Self> {
-        let mut children = Self(Vec::with_capacity(n));
-        for _ in 0..n {
-            children.0.push(
-                Command::new("sleep")
-                    .arg("600")
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()?,
-            );
-        }
-        Ok(children)
-    }
-
-    /// Their pids.
-    #[must_use]
-    pub fn pids(&self) -> Vec<u32> {
-        self.0.iter().map(Child::id).collect()
-    }
-}
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-        }
-        for child in &mut self.0 {
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Field 22 (`starttime`) of `/proc/<pid>/stat`, counted after the last `)`.
-pub fn proc_start(pid: u32) -> io::Result<String> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    stat.rfind(')')
-        .and_then(|close| stat[close + 1..].split_ascii_whitespace().nth(22 - 3))
-        .map(str::to_owned)
-        .ok_or_else(|| io::Error::other(format!("no starttime in /proc/{pid}/stat")))
-}
-
 /// A record shaped like the captured 2.1.332 ones (about 600 bytes).
 #[must_use]
 pub fn record(pid: u32, proc_start: &str, pid_domain: Option<&str>, socks: &Path) -> String {
@@ -126,7 +79,7 @@ pub fn record(pid: u32, proc_start: &str, pid_domain: Option<&str>, socks: &Path
 /// run and one record for each live child, with its true start token.
 #[derive(Debug)]
 pub struct Registry {
-    _root: tempfile::TempDir,
+    _root: TempHome,
     /// The home.
     pub home: ClaudeHome,
     /// Its `sessions/` directory.
@@ -136,32 +89,22 @@ pub struct Registry {
 impl Registry {
     /// Writes the registry.
     pub fn generate(machine: &Machine, dead: usize, children: &Children) -> io::Result<Self> {
-        let root = tempfile::tempdir()?;
-        let home = ClaudeHome::new(root.path().join("claude"));
-        let sessions = home.sessions_dir();
-        fs::create_dir_all(&sessions)?;
-        fs::set_permissions(&sessions, fs::Permissions::from_mode(0o700))?;
+        let root = TempHome::new()?;
         // Never created: a missing socket costs one `lstat`, as a present one does.
-        let socks = root.path().join("cc-socks");
+        let socks = root.root().join("socks");
         let domain = machine.pid_domain.as_deref();
         for i in 0..dead {
             let pid = machine.dead_pid(i);
             let start = (1_000_000 + i * 37).to_string();
-            fs::write(
-                sessions.join(format!("{pid}.json")),
-                record(pid, &start, domain, &socks),
-            )?;
+            root.write_record(pid, record(pid, &start, domain, &socks))?;
         }
         for pid in children.pids() {
-            fs::write(
-                sessions.join(format!("{pid}.json")),
-                record(pid, &proc_start(pid)?, domain, &socks),
-            )?;
+            root.write_record(pid, record(pid, &proc_start(pid)?, domain, &socks))?;
         }
         Ok(Self {
+            home: root.claude().clone(),
+            sessions: root.sessions(),
             _root: root,
-            home,
-            sessions,
         })
     }
 }

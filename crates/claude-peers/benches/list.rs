@@ -27,7 +27,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use claude_peer_resolve::{Discovery, Scope};
-use claude_peer_testkit::registry::{Children, Machine, Registry};
+use claude_peer_testkit::process::Children;
+use claude_peer_testkit::registry::{Machine, Registry};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;

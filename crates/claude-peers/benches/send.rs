@@ -12,13 +12,13 @@
 mod receiver;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use claude_peer_sender::endpoint::{Endpoint, Reply};
+use claude_peer_testkit::process::shell_script;
 use serde_json::{Value, json};
 
 use receiver::{Receiver, claude};
@@ -50,13 +50,11 @@ fn main() {
     let holding = Receiver::start(Some("hold"), &[]);
     let work = tempfile::tempdir().unwrap();
     let claude = claude();
-    let relay = work.path().join("relay.sh");
-    fs::write(
-        &relay,
-        "#!/bin/sh\ncat >/dev/null\necho '{\"sent\":true}'\n",
+    let relay = shell_script(
+        work.path().join("relay.sh"),
+        "cat >/dev/null\necho '{\"sent\":true}'",
     )
     .unwrap();
-    fs::set_permissions(&relay, fs::Permissions::from_mode(0o755)).unwrap();
 
     let send = |receiver: &Receiver, extra: &[&str]| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_claude-peers"));

@@ -16,15 +16,16 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use claude_peer_testkit::registry::{Children, Machine, Registry, Rewriter, Writes, proc_start};
+use claude_peer_testkit::lines::Lines;
+use claude_peer_testkit::process::{Children, Sleeper, proc_start};
+use claude_peer_testkit::registry::{Machine, Registry, Rewriter, Writes};
 
 const CHANGES: usize = 200;
 const LEFTOVERS: usize = 10_000;
@@ -43,7 +44,7 @@ fn body(pid: u32, token: &str, status: &str, n: usize) -> String {
 /// A running `claude-peers --json watch`, its lines arriving on a channel.
 struct Watch {
     child: Child,
-    lines: mpsc::Receiver<(Instant, String)>,
+    lines: Lines,
 }
 
 impl Watch {
@@ -58,16 +59,7 @@ impl Watch {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send((Instant::now(), line)).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = Lines::stdout(&mut child).unwrap();
         Self { child, lines }
     }
 
@@ -76,7 +68,7 @@ impl Watch {
         loop {
             let (at, line) = self
                 .lines
-                .recv_timeout(Duration::from_secs(10))
+                .next_timed(Duration::from_secs(10))
                 .expect("watch answers");
             let event: serde_json::Value = serde_json::from_str(&line).unwrap();
             if event["session"]["status_updated_at_ms"] == n {
@@ -155,8 +147,8 @@ impl Churn {
         let (flag, live, sessions) = (stop.clone(), stable.clone(), sessions.to_owned());
         let thread = thread::spawn(move || {
             let start = |n: usize| {
-                let child = Command::new("sleep").arg("600").spawn().unwrap();
-                let pid = child.id();
+                let child = Sleeper::spawn().unwrap();
+                let pid = child.pid();
                 let token = proc_start(pid).unwrap();
                 let file = sessions.join(format!("{pid}.json"));
                 let bodies = [body(pid, &token, "idle", n), body(pid, &token, "busy", n)];
@@ -175,18 +167,16 @@ impl Churn {
             while !flag.load(Ordering::Relaxed) {
                 thread::sleep(Duration::from_millis(200));
                 let (mut child, writer) = running.remove(0);
-                live.lock().unwrap().remove(&child.id());
+                live.lock().unwrap().remove(&child.pid());
                 rewrites += writer.stop();
-                let _ = fs::remove_file(sessions.join(format!("{}.json", child.id())));
-                let _ = child.kill();
-                let _ = child.wait();
+                let _ = fs::remove_file(sessions.join(format!("{}.json", child.pid())));
+                let _ = child.crash();
                 running.push(start(n));
                 n += 1;
             }
             for (mut child, writer) in running {
                 rewrites += writer.stop();
-                let _ = child.kill();
-                let _ = child.wait();
+                let _ = child.crash();
             }
             rewrites
         });

@@ -32,7 +32,7 @@ fn an_accepting_session_gets_the_exact_message_automatically_with_its_address_in
 
     let delivered = world
         .courier()
-        .deliver(&world.home, &live.id, message, &recording_relay(&world))
+        .deliver(world.home(), &live.id, message, &recording_relay(&world))
         .expect("an accepting live session is delivered to");
 
     assert_eq!(delivered.inbound, Inbound::Automatic);
@@ -71,7 +71,7 @@ fn a_holding_session_is_relayed_to_and_the_message_may_wait_for_approval() {
 
     let delivered = world
         .courier()
-        .deliver(&world.home, &live.id, "hello", &relay)
+        .deliver(world.home(), &live.id, "hello", &relay)
         .unwrap();
 
     assert_eq!(delivered.inbound, Inbound::MayHold);
@@ -88,12 +88,12 @@ fn an_unset_policy_is_claudes_default_so_the_message_may_wait() {
 
     let without_file = world
         .courier()
-        .deliver(&world.home, &live.id, "hello", &relay)
+        .deliver(world.home(), &live.id, "hello", &relay)
         .unwrap();
     world.user_policy(None);
     let without_key = world
         .courier()
-        .deliver(&world.home, &live.id, "hello", &relay)
+        .deliver(world.home(), &live.id, "hello", &relay)
         .unwrap();
 
     assert_eq!(without_file.inbound, Inbound::MayHold, "no settings file");
@@ -118,7 +118,7 @@ fn a_refusing_session_is_refused_as_inbound_refused_and_the_relay_never_starts()
     assert_eq!(kind, "inbound_refused");
     assert!(message.contains("refuse"), "{message}");
     assert!(
-        message.contains(&world.home.user_settings().display().to_string()),
+        message.contains(&world.home().user_settings().display().to_string()),
         "the refusal names the file that refuses: {message}"
     );
 }
@@ -159,7 +159,7 @@ fn managed_settings_at_the_injected_path_outrank_the_user() {
 fn a_settings_file_that_does_not_parse_refuses_because_the_policy_is_in_doubt() {
     let mut world = World::new();
     fs::write(
-        world.home.user_settings(),
+        world.home().user_settings(),
         "{ \"crossSessionInbound\": \"accept\", ",
     )
     .unwrap();
@@ -232,11 +232,11 @@ fn a_message_above_64_kib_is_refused_before_anything_else() {
 
     let to_live = world
         .courier()
-        .deliver(&world.home, &live.id, &message, &relay)
+        .deliver(world.home(), &live.id, &message, &relay)
         .unwrap_err();
     let to_nobody = world
         .courier()
-        .deliver(&world.home, "no-such-session", &message, &relay)
+        .deliver(world.home(), "no-such-session", &message, &relay)
         .unwrap_err();
 
     assert!(
@@ -268,7 +268,7 @@ fn a_message_of_exactly_64_kib_is_relayed_whole() {
 
     world
         .courier()
-        .deliver(&world.home, &live.id, &message, &recording_relay(&world))
+        .deliver(world.home(), &live.id, &message, &recording_relay(&world))
         .unwrap();
 
     assert_eq!(fs::read(world.path("message")).unwrap(), message.as_bytes());
@@ -284,7 +284,7 @@ fn an_empty_message_is_refused_and_so_is_one_of_only_whitespace() {
     for message in ["", " \n\t "] {
         let err = world
             .courier()
-            .deliver(&world.home, &live.id, message, &relay)
+            .deliver(world.home(), &live.id, message, &relay)
             .unwrap_err();
         assert!(matches!(err, Error::EmptyMessage), "{message:?}: {err:?}");
         assert_eq!(err.as_str(), "empty_message");

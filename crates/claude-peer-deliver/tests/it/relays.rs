@@ -19,7 +19,7 @@ fn deliver_with(
     let live = world.session("relay-target", "target");
     world
         .courier()
-        .deliver(&world.home, &live.id, message, relay)
+        .deliver(world.home(), &live.id, message, relay)
 }
 
 /// The words of a `delivery_failed` refusal.

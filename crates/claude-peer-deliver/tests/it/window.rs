@@ -2,6 +2,7 @@
 //! the relay is then never started.
 
 use claude_peer_deliver::{Inbound, Target};
+use claude_peer_testkit::process::proc_start;
 use serde_json::json;
 
 use crate::support::{World, refusal};
@@ -14,7 +15,7 @@ fn prepare_shows_the_target_and_policy_without_relaying_anything() {
     let (relay, marker) = world.marker_relay();
     let courier = world.courier();
 
-    let prepared = courier.prepare(&world.home, &live.id, "hello").unwrap();
+    let prepared = courier.prepare(world.home(), &live.id, "hello").unwrap();
 
     assert_eq!(prepared.inbound(), Inbound::Automatic);
     let target = prepared.target();
@@ -26,8 +27,8 @@ fn prepare_shows_the_target_and_policy_without_relaying_anything() {
             pid: prepared.session().pid,
             socket: live.socket.clone(),
             cwd: live.cwd.clone(),
-            proc_start: Some(crate::support::start_token(live.pid)),
-            home: world.home.root().to_path_buf(),
+            proc_start: Some(proc_start(live.pid).unwrap()),
+            home: world.home().root().to_path_buf(),
         }
     );
     assert!(!marker.exists(), "preparing relays nothing");
@@ -43,7 +44,7 @@ fn the_target_dying_between_prepare_and_hand_over_is_not_live_and_the_relay_neve
     let (relay, marker) = world.marker_relay();
     let courier = world.courier();
 
-    let prepared = courier.prepare(&world.home, &live.id, "hello").unwrap();
+    let prepared = courier.prepare(world.home(), &live.id, "hello").unwrap();
     world.kill(&live);
     let err = prepared.hand_over(&relay).unwrap_err();
 
@@ -61,7 +62,7 @@ fn a_clear_between_prepare_and_hand_over_is_not_live_and_the_relay_never_starts(
     let (relay, marker) = world.marker_relay();
     let courier = world.courier();
 
-    let prepared = courier.prepare(&world.home, &live.id, "hello").unwrap();
+    let prepared = courier.prepare(world.home(), &live.id, "hello").unwrap();
     live.record["sessionId"] = json!("window-2-after-clear");
     world.write_record(&live);
     let err = prepared.hand_over(&relay).unwrap_err();
@@ -83,7 +84,7 @@ fn a_record_taken_over_by_another_start_token_between_prepare_and_hand_over_is_n
     let (relay, marker) = world.marker_relay();
     let courier = world.courier();
 
-    let prepared = courier.prepare(&world.home, &live.id, "hello").unwrap();
+    let prepared = courier.prepare(world.home(), &live.id, "hello").unwrap();
     live.record["procStart"] = json!("1");
     world.write_record(&live);
     let err = prepared.hand_over(&relay).unwrap_err();
@@ -100,7 +101,7 @@ fn a_rename_between_prepare_and_hand_over_is_an_identity_mismatch() {
     let (relay, marker) = world.marker_relay();
     let courier = world.courier();
 
-    let prepared = courier.prepare(&world.home, &live.id, "hello").unwrap();
+    let prepared = courier.prepare(world.home(), &live.id, "hello").unwrap();
     live.record["name"] = json!("after");
     world.write_record(&live);
     let err = prepared.hand_over(&relay).unwrap_err();
@@ -124,7 +125,7 @@ fn a_policy_turned_to_refuse_by_a_cd_between_prepare_and_hand_over_is_refused() 
     )
     .unwrap();
 
-    let prepared = courier.prepare(&world.home, &live.id, "hello").unwrap();
+    let prepared = courier.prepare(world.home(), &live.id, "hello").unwrap();
     live.record["cwd"] = json!(strict.to_str().unwrap());
     world.write_record(&live);
     let err = prepared.hand_over(&relay).unwrap_err();

@@ -7,13 +7,13 @@ use std::io::Write as _;
 use std::os::unix::fs::{PermissionsExt as _, symlink};
 use std::os::unix::net::UnixListener;
 use std::path::Path;
-use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use claude_peer_probe::{
     BoundedRead, FileKind, Links, Opens, OsRegistryFs, ReadError, RegistryFs, SocketStatus,
 };
 use claude_peer_registry::MAX_RECORD_BYTES;
+use claude_peer_testkit::process::within;
 use rustix::fs::{CWD, FileType, Mode};
 
 fn me() -> u32 {
@@ -25,14 +25,14 @@ fn mkfifo(path: &Path) {
 }
 
 /// Reads on another thread so a regression that blocks fails the test instead of
-/// hanging the run; the bound is a hang guard, not a timing claim.
+/// hanging the run.
 fn read_record_guarded(path: &Path) -> claude_peer_probe::RecordFile {
-    let (tx, rx) = mpsc::channel();
     let path = path.to_owned();
-    std::thread::spawn(move || tx.send(OsRegistryFs::new().read_record(&path)));
-    rx.recv_timeout(Duration::from_secs(60))
-        .expect("read_record must never block")
-        .unwrap()
+    within(Duration::from_secs(60), move || {
+        OsRegistryFs::new().read_record(&path)
+    })
+    .expect("read_record must never block")
+    .unwrap()
 }
 
 #[test]

@@ -1,89 +1,19 @@
 //! `OsProcessTable` against real processes: live, zombie, thread, reaped.
 
-use std::process::{Child, Command};
-use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use claude_peer_probe::{Counting, OsProcessTable, ProcessTable};
 use claude_peer_registry::{Pid, ProcessFacts, ProcessState, Signal};
-use rustix::process::{WaitId, WaitIdOptions};
+use claude_peer_testkit::process::{ParkedThread, Sleeper, Zombie, proc_start, reaped_pid};
 
-/// A child that is killed and reaped however the test ends.
-struct Reaped(Child);
-
-impl Reaped {
-    fn spawn(program: &str, args: &[&str]) -> Self {
-        Self(
-            Command::new(program)
-                .args(args)
-                .spawn()
-                .expect("spawn a child"),
-        )
-    }
-
-    fn pid(&self) -> Pid {
-        Pid::new(self.0.id()).expect("a child's pid is a valid pid")
-    }
-
-    /// Blocks until the child has exited, without reaping it: it stays a zombie.
-    fn wait_exited_unreaped(&self) {
-        let pid = rustix::process::Pid::from_raw(self.pid().as_i32()).unwrap();
-        rustix::process::waitid(
-            WaitId::Pid(pid),
-            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-        )
-        .expect("waitid WNOWAIT");
-    }
+/// `pid` as the probe takes it.
+fn pid_of(raw: u32) -> Pid {
+    Pid::new(raw).expect("a child's pid is a valid pid")
 }
 
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Field 22 of `/proc/<pid>/stat`, parsed here independently of the probe.
+/// Field 22 of `/proc/<pid>/stat`, read independently of the probe.
 fn field_22(pid: Pid) -> String {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).unwrap();
-    let close = stat.iter().rposition(|&b| b == b')').unwrap();
-    let rest = String::from_utf8(stat[close + 1..].to_vec()).unwrap();
-    rest.split_whitespace().nth(19).unwrap().to_owned()
-}
-
-/// A thread of this process, parked until dropped, and its thread id.
-struct ParkedThread {
-    tid: Pid,
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl ParkedThread {
-    fn spawn() -> Self {
-        let (tid_tx, tid_rx) = mpsc::channel();
-        let (stop, stop_rx) = mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            tid_tx
-                .send(rustix::thread::gettid().as_raw_nonzero().get())
-                .unwrap();
-            let _ = stop_rx.recv();
-        });
-        let tid = Pid::new(tid_rx.recv().unwrap().cast_unsigned()).unwrap();
-        Self {
-            tid,
-            stop: Some(stop),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for ParkedThread {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+    proc_start(pid.get()).unwrap()
 }
 
 fn facts_of(table: &OsProcessTable, pid: Pid) -> ProcessFacts {
@@ -94,8 +24,8 @@ fn facts_of(table: &OsProcessTable, pid: Pid) -> ProcessFacts {
 #[test]
 fn a_live_child_is_alive_running_a_leader_with_its_own_start_token() {
     let table = OsProcessTable::new();
-    let child = Reaped::spawn("sleep", &["30"]);
-    let pid = child.pid();
+    let child = Sleeper::spawn().unwrap();
+    let pid = pid_of(child.pid());
 
     let facts = facts_of(&table, pid);
     assert_eq!(facts.signal, Signal::Alive);
@@ -121,9 +51,8 @@ fn a_live_child_is_alive_running_a_leader_with_its_own_start_token() {
 #[test]
 fn an_exited_unreaped_child_is_a_zombie_that_still_answers_the_signal() {
     let table = OsProcessTable::new();
-    let child = Reaped::spawn("true", &[]);
-    child.wait_exited_unreaped();
-    let pid = child.pid();
+    let child = Zombie::spawn().unwrap();
+    let pid = pid_of(child.pid());
 
     let facts = facts_of(&table, pid);
     assert_eq!(
@@ -138,9 +67,7 @@ fn an_exited_unreaped_child_is_a_zombie_that_still_answers_the_signal() {
 #[test]
 fn a_reaped_child_is_no_such_process_and_nothing_else_is_claimed() {
     let table = OsProcessTable::new();
-    let mut child = Command::new("true").spawn().unwrap();
-    let pid = Pid::new(child.id()).unwrap();
-    child.wait().unwrap();
+    let pid = pid_of(reaped_pid().unwrap());
 
     // Pid reuse between the reap and the probe is possible in principle, not in a test run.
     assert_eq!(table.signal(pid), Signal::NoSuchProcess);
@@ -153,8 +80,8 @@ fn a_reaped_child_is_no_such_process_and_nothing_else_is_claimed() {
 #[test]
 fn a_thread_id_of_a_live_process_is_not_a_thread_group_leader() {
     let table = OsProcessTable::new();
-    let thread = ParkedThread::spawn();
-    let tid = thread.tid;
+    let thread = ParkedThread::spawn().unwrap();
+    let tid = pid_of(thread.tid());
 
     let facts = facts_of(&table, tid);
     drop(thread);
@@ -260,8 +187,8 @@ fn facts_and_reads(table: &OsProcessTable, pid: Pid) -> (ProcessFacts, u64) {
 #[test]
 fn a_live_child_is_pinned_and_answered_from_the_pin_the_second_time() {
     let table = OsProcessTable::new();
-    let child = Reaped::spawn("sleep", &["30"]);
-    let pid = child.pid();
+    let child = Sleeper::spawn().unwrap();
+    let pid = pid_of(child.pid());
 
     let (first, first_reads) = facts_and_reads(&table, pid);
     assert!(first_reads >= 1, "a first look reads /proc/<pid>/stat");
@@ -288,14 +215,13 @@ fn a_live_child_is_pinned_and_answered_from_the_pin_the_second_time() {
 #[test]
 fn a_pinned_child_that_exits_is_reported_a_zombie_not_from_the_pin() {
     let table = OsProcessTable::new();
-    let mut child = Reaped::spawn("sleep", &["30"]);
-    let pid = child.pid();
+    let mut child = Sleeper::spawn().unwrap();
+    let pid = pid_of(child.pid());
     let live = facts_of(&table, pid);
     assert_eq!(live.state, Some(ProcessState::Running));
     assert_eq!(table.pinned(), 1);
 
-    child.0.kill().unwrap();
-    child.wait_exited_unreaped();
+    child.kill_unreaped().unwrap();
     let zombie = facts_of(&table, pid);
     assert_eq!(
         zombie.signal,
@@ -316,23 +242,23 @@ fn a_pinned_child_that_exits_is_reported_a_zombie_not_from_the_pin() {
 #[test]
 fn a_pin_left_by_a_reaped_child_never_answers_for_its_pid() {
     let table = OsProcessTable::new();
-    let mut first = Command::new("sleep").arg("30").spawn().unwrap();
-    let first_pid = Pid::new(first.id()).unwrap();
+    let mut first = Sleeper::spawn().unwrap();
+    let first_pid = pid_of(first.pid());
     let pinned = facts_of(&table, first_pid);
     assert_eq!(pinned.state, Some(ProcessState::Running));
     assert_eq!(table.pinned(), 1);
     // Killed and reaped without the table looking: its pin is stale, not yet dropped.
-    first.kill().unwrap();
-    first.wait().unwrap();
+    first.crash().unwrap();
 
-    let second = Reaped::spawn("sleep", &["30"]);
-    let facts = facts_of(&table, second.pid());
+    let second = Sleeper::spawn().unwrap();
+    let second_pid = pid_of(second.pid());
+    let facts = facts_of(&table, second_pid);
     assert_eq!(facts.state, Some(ProcessState::Running));
     assert_eq!(
         facts.start_token.as_deref(),
-        Some(field_22(second.pid()).as_str())
+        Some(field_22(second_pid).as_str())
     );
-    if second.pid() != first_pid {
+    if second_pid != first_pid {
         assert_eq!(
             table.pinned(),
             2,
@@ -343,7 +269,7 @@ fn a_pin_left_by_a_reaped_child_never_answers_for_its_pid() {
     // Asked about the reaped pid as if it were alive (a race with a signal that
     // came just before the reap): the pin's facts are not served.
     let stale = table.facts(first_pid, Signal::Alive);
-    if second.pid() != first_pid {
+    if second_pid != first_pid {
         assert_eq!(
             stale,
             ProcessFacts::with_signal(Signal::Alive),
@@ -353,13 +279,13 @@ fn a_pin_left_by_a_reaped_child_never_answers_for_its_pid() {
     }
 }
 
-/// Spawns `sleep 30` until one gets `pid` (steering the kernel with `ns_last_pid`),
+/// Spawns sleepers until one gets `pid` (steering the kernel with `ns_last_pid`),
 /// or `None` where that is not permitted or other forks keep taking it.
-fn spawn_with_pid(pid: Pid) -> Option<Reaped> {
+fn spawn_with_pid(pid: Pid) -> Option<Sleeper> {
     for _ in 0..50 {
         std::fs::write("/proc/sys/kernel/ns_last_pid", (pid.get() - 1).to_string()).ok()?;
-        let child = Reaped::spawn("sleep", &["30"]);
-        if child.pid() == pid {
+        let child = Sleeper::spawn().unwrap();
+        if child.pid() == pid.get() {
             return Some(child);
         }
     }
@@ -369,12 +295,11 @@ fn spawn_with_pid(pid: Pid) -> Option<Reaped> {
 #[test]
 fn a_recycled_pid_is_described_as_its_new_process_not_from_the_old_pin() {
     let table = OsProcessTable::new();
-    let mut old = Command::new("sleep").arg("30").spawn().unwrap();
-    let pid = Pid::new(old.id()).unwrap();
+    let mut old = Sleeper::spawn().unwrap();
+    let pid = pid_of(old.pid());
     let old_facts = facts_of(&table, pid);
     assert_eq!(table.pinned(), 1);
-    old.kill().unwrap();
-    old.wait().unwrap();
+    old.crash().unwrap();
     // Let the clock tick on, so the new process's start token differs.
     std::thread::sleep(Duration::from_millis(30));
 
@@ -382,7 +307,7 @@ fn a_recycled_pid_is_described_as_its_new_process_not_from_the_old_pin() {
         eprintln!("skipped: cannot steer the next pid (ns_last_pid) here");
         return;
     };
-    let facts = facts_of(&table, new.pid());
+    let facts = facts_of(&table, pid_of(new.pid()));
     assert_eq!(facts.state, Some(ProcessState::Running));
     assert_eq!(facts.thread_group_leader, Some(true));
     assert_eq!(facts.start_token.as_deref(), Some(field_22(pid).as_str()));
@@ -402,8 +327,8 @@ fn a_recycled_pid_is_described_as_its_new_process_not_from_the_old_pin() {
 #[test]
 fn a_thread_id_is_never_pinned() {
     let table = OsProcessTable::new();
-    let thread = ParkedThread::spawn();
-    let tid = thread.tid;
+    let thread = ParkedThread::spawn().unwrap();
+    let tid = pid_of(thread.tid());
 
     let answers: Vec<_> = (0..3)
         .map(|_| {
@@ -423,11 +348,9 @@ fn a_thread_id_is_never_pinned() {
 fn a_full_table_pins_no_more_and_sweeps_exited_pins_to_make_room() {
     const LIMIT: usize = 3;
     let table = OsProcessTable::with_pin_limit(LIMIT);
-    let mut children: Vec<Reaped> = (0..LIMIT + 2)
-        .map(|_| Reaped::spawn("sleep", &["30"]))
-        .collect();
+    let mut children: Vec<Sleeper> = (0..LIMIT + 2).map(|_| Sleeper::spawn().unwrap()).collect();
     for child in &children {
-        let facts = facts_of(&table, child.pid());
+        let facts = facts_of(&table, pid_of(child.pid()));
         assert_eq!(
             facts.state,
             Some(ProcessState::Running),
@@ -435,19 +358,18 @@ fn a_full_table_pins_no_more_and_sweeps_exited_pins_to_make_room() {
         );
         assert_eq!(
             facts.start_token.as_deref(),
-            Some(field_22(child.pid()).as_str())
+            Some(field_22(pid_of(child.pid())).as_str())
         );
         assert!(table.pinned() <= LIMIT);
     }
     assert_eq!(table.pinned(), LIMIT, "the first {LIMIT} are pinned");
-    let (_, reads) = facts_and_reads(&table, children[LIMIT].pid());
+    let (_, reads) = facts_and_reads(&table, pid_of(children[LIMIT].pid()));
     assert!(reads >= 1, "one that found no room is read afresh");
     assert_eq!(table.pinned(), LIMIT);
 
     // One pinned child exits (a zombie): the next pin sweeps it out.
-    children[0].0.kill().unwrap();
-    children[0].wait_exited_unreaped();
-    let late = children[LIMIT].pid();
+    children[0].kill_unreaped().unwrap();
+    let late = pid_of(children[LIMIT].pid());
     let (facts, _) = facts_and_reads(&table, late);
     assert_eq!(facts.start_token.as_deref(), Some(field_22(late).as_str()));
     assert_eq!(table.pinned(), LIMIT, "the exited pin made room");
@@ -455,7 +377,7 @@ fn a_full_table_pins_no_more_and_sweeps_exited_pins_to_make_room() {
     assert_eq!((again, reads), (facts, 0), "now answered from its pin");
 
     // Still full of live processes: the last one stays unpinned, and correct.
-    let last = children[LIMIT + 1].pid();
+    let last = pid_of(children[LIMIT + 1].pid());
     for _ in 0..3 {
         let (facts, reads) = facts_and_reads(&table, last);
         assert_eq!(facts.start_token.as_deref(), Some(field_22(last).as_str()));
@@ -469,9 +391,9 @@ fn a_full_table_pins_no_more_and_sweeps_exited_pins_to_make_room() {
 fn a_default_table_pins_every_live_process_it_is_asked_about_within_its_limit() {
     const { assert!(OsProcessTable::PIN_LIMIT == 1024) };
     let table = OsProcessTable::default();
-    let children: Vec<Reaped> = (0..20).map(|_| Reaped::spawn("sleep", &["30"])).collect();
+    let children: Vec<Sleeper> = (0..20).map(|_| Sleeper::spawn().unwrap()).collect();
     for child in &children {
-        facts_of(&table, child.pid());
+        facts_of(&table, pid_of(child.pid()));
     }
     assert_eq!(table.pinned(), 20);
 }
@@ -498,13 +420,11 @@ fn a_census_holds_every_pid_that_answers_the_signal_and_none_that_does_not() {
         );
         return;
     }
-    let live = Reaped::spawn("sleep", &["600"]);
-    let zombie = Reaped::spawn("true", &[]);
-    zombie.wait_exited_unreaped();
-    let thread = ParkedThread::spawn();
-    let mut reaped = Command::new("true").spawn().unwrap();
-    let gone = Pid::new(reaped.id()).unwrap();
-    reaped.wait().unwrap();
+    let live = Sleeper::spawn().unwrap();
+    let zombie = Zombie::spawn().unwrap();
+    let thread = ParkedThread::spawn().unwrap();
+    let tid = pid_of(thread.tid());
+    let gone = pid_of(reaped_pid().unwrap());
     let census = table
         .census(usize::MAX, Counting::ProcessesAndThreads)
         .unwrap();
@@ -512,9 +432,9 @@ fn a_census_holds_every_pid_that_answers_the_signal_and_none_that_does_not() {
     let me = Pid::new(std::process::id()).unwrap();
     for (pid, what) in [
         (me, "this process"),
-        (live.pid(), "a live child"),
-        (zombie.pid(), "a zombie"),
-        (thread.tid, "a thread of this process"),
+        (pid_of(live.pid()), "a live child"),
+        (pid_of(zombie.pid()), "a zombie"),
+        (tid, "a thread of this process"),
     ] {
         assert_eq!(
             table.signal(pid),
@@ -522,7 +442,7 @@ fn a_census_holds_every_pid_that_answers_the_signal_and_none_that_does_not() {
             "{what} answers the signal"
         );
         assert!(census.contains(pid), "{what} ({pid}) is in the census");
-        let a_process = pid != thread.tid;
+        let a_process = pid != tid;
         assert_eq!(
             processes.contains(pid),
             a_process,

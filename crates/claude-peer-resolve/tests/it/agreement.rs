@@ -4,22 +4,21 @@ use std::fs;
 
 use claude_peer_registry::{EntryName, Record, classify_entry_name};
 use claude_peer_resolve::Discovery;
-use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs};
+use claude_peer_testkit::fake::{self, FakeFile, FakeProcessTable, FakeRegistryFs, UID};
+use claude_peer_testkit::fixtures::{REAL_PID_DOMAIN, REAL_RECORDS};
 use serde_json::Value;
-
-use crate::support::{FIXTURE_DOMAIN, UID, fake_home, fixtures};
 
 #[test]
 fn the_live_set_equals_what_claude_agents_listed_for_every_real_fixture() {
     let mut checked = 0;
-    for folder in fs::read_dir(fixtures()).unwrap() {
+    for folder in fs::read_dir(REAL_RECORDS).unwrap() {
         let folder = folder.unwrap().path();
         let Ok(listed) = fs::read(folder.join("claude-agents.json")) else {
             continue;
         };
         let listed: Vec<Value> = serde_json::from_slice(&listed).unwrap();
         let mut registry = FakeRegistryFs::owned_by(UID);
-        let mut processes = FakeProcessTable::new(UID, Some(FIXTURE_DOMAIN));
+        let mut processes = FakeProcessTable::new(UID, Some(REAL_PID_DOMAIN));
         for file in fs::read_dir(folder.join("sessions")).unwrap() {
             let file = file.unwrap();
             let name = file.file_name();
@@ -37,7 +36,7 @@ fn the_live_set_equals_what_claude_agents_listed_for_every_real_fixture() {
             }
         }
         let scan = Discovery::new(processes, registry)
-            .live(&fake_home())
+            .live(&fake::home())
             .unwrap();
         let ours: Vec<Value> = scan
             .sessions

@@ -7,4 +7,3 @@ mod agreement;
 mod os;
 mod properties;
 mod resolve;
-mod support;

@@ -3,165 +3,81 @@
 
 use std::fs::{self, File};
 use std::os::unix::fs::{PermissionsExt, symlink};
-use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_registry::{ClaudeHome, Liveness};
 use claude_peer_resolve::{Discovery, RefusalKind, Scope, Session, Warning};
-use rustix::process::{WaitId, WaitIdOptions};
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::{ParkedThread, Sleeper, Zombie, proc_start, reaped_pid};
 
-/// A child process killed and reaped when the test ends, pass or fail.
-struct Sleeper(Child);
-
-impl Sleeper {
-    fn spawn() -> Self {
-        Self(
-            Command::new("sleep")
-                .arg("60")
-                .spawn()
-                .expect("spawn sleep"),
-        )
+/// A record of the live `pid`, with its true start token unless `token` says otherwise.
+fn record(
+    home: &TempHome,
+    pid: u32,
+    session: &str,
+    token: Option<&str>,
+    socket: Option<&Path>,
+) -> PathBuf {
+    let token = token.map_or_else(|| proc_start(pid).unwrap(), str::to_owned);
+    let mut body = serde_json::json!({ "pid": pid, "sessionId": session, "procStart": token, "name": format!("s-{pid}") });
+    if let Some(socket) = socket {
+        body["messagingSocketPath"] = socket.to_str().unwrap().into();
     }
-
-    fn pid(&self) -> u32 {
-        self.0.id()
-    }
+    home.write_record(pid, body.to_string()).unwrap()
 }
 
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// A record of the parked `thread`'s id, with its true start token.
+fn thread_record(home: &TempHome, thread: &ParkedThread) {
+    let token = thread.proc_start().unwrap();
+    record(home, thread.tid(), "thread", Some(&token), None);
 }
 
-/// Field 22 of `/proc/<pid>/stat` (or of a thread's stat file), read independently of the probe.
-fn start_token(stat: &Path) -> String {
-    let text = fs::read_to_string(stat).unwrap();
-    let after = &text[text.rfind(')').unwrap() + 1..];
-    after.split_whitespace().nth(19).unwrap().to_owned()
-}
-
-fn token_of(pid: u32) -> String {
-    start_token(Path::new(&format!("/proc/{pid}/stat")))
-}
-
-struct Home {
-    _dir: tempfile::TempDir,
-    home: ClaudeHome,
-}
-
-impl Home {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = ClaudeHome::new(dir.path().join(".claude"));
-        fs::create_dir_all(home.sessions_dir()).unwrap();
-        fs::set_permissions(home.sessions_dir(), fs::Permissions::from_mode(0o700)).unwrap();
-        Self { _dir: dir, home }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.home.sessions_dir().join(name)
-    }
-
-    fn write(&self, pid: u32, body: &str) -> PathBuf {
-        let path = self.path(&format!("{pid}.json"));
-        fs::write(&path, body).unwrap();
-        path
-    }
-
-    /// A record of the live `pid`, with its true start token unless `token` says otherwise.
-    fn record(
-        &self,
-        pid: u32,
-        session: &str,
-        token: Option<&str>,
-        socket: Option<&Path>,
-    ) -> PathBuf {
-        let token = token.map_or_else(|| token_of(pid), str::to_owned);
-        let mut body = serde_json::json!({ "pid": pid, "sessionId": session, "procStart": token, "name": format!("s-{pid}") });
-        if let Some(socket) = socket {
-            body["messagingSocketPath"] = socket.to_str().unwrap().into();
-        }
-        self.write(pid, &body.to_string())
-    }
-
-    /// A thread of this test process, parked until `done` is sent, and a record of its
-    /// id with its true start token: its id, `done`, and the thread to join.
-    fn thread_record(
-        &self,
-    ) -> (
-        u32,
-        std::sync::mpsc::Sender<()>,
-        std::thread::JoinHandle<()>,
-    ) {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            tx.send(
-                rustix::thread::gettid()
-                    .as_raw_nonzero()
-                    .get()
-                    .cast_unsigned(),
+/// Every entry of a full scan: its file name, liveness and reason.
+fn verdicts(home: &TempHome) -> Vec<(String, Liveness, String)> {
+    Discovery::os()
+        .scan(home.claude(), Scope::All)
+        .unwrap()
+        .sessions
+        .into_iter()
+        .map(|s| {
+            let name = s.file.file_name().unwrap().to_string_lossy().into_owned();
+            (
+                name,
+                s.verdict.liveness,
+                s.verdict.reason.unwrap_or_default(),
             )
-            .unwrap();
-            let _ = done_rx.recv();
-        });
-        let tid = rx.recv().unwrap();
-        let token = start_token(Path::new(&format!("/proc/self/task/{tid}/stat")));
-        self.record(tid, "thread", Some(&token), None);
-        (tid, done_tx, thread)
-    }
+        })
+        .collect()
+}
 
-    fn verdicts(&self) -> Vec<(String, Liveness, String)> {
-        Discovery::os()
-            .scan(&self.home, Scope::All)
-            .unwrap()
-            .sessions
-            .into_iter()
-            .map(|s| {
-                let name = s.file.file_name().unwrap().to_string_lossy().into_owned();
-                (
-                    name,
-                    s.verdict.liveness,
-                    s.verdict.reason.unwrap_or_default(),
-                )
-            })
-            .collect()
-    }
+fn verdict_of(home: &TempHome, name: &str) -> (Liveness, String) {
+    let (_, liveness, reason) = verdicts(home)
+        .into_iter()
+        .find(|(n, _, _)| n == name)
+        .unwrap_or_else(|| panic!("{name} is in the scan"));
+    (liveness, reason)
+}
 
-    fn verdict_of(&self, name: &str) -> (Liveness, String) {
-        let (_, liveness, reason) = self
-            .verdicts()
-            .into_iter()
-            .find(|(n, _, _)| n == name)
-            .unwrap_or_else(|| panic!("{name} is in the scan"));
-        (liveness, reason)
-    }
-
-    fn live_pids(&self) -> Vec<u32> {
-        Discovery::os()
-            .live(&self.home)
-            .unwrap()
-            .sessions
-            .iter()
-            .map(|s| s.pid.get())
-            .collect()
-    }
+fn live_pids(home: &TempHome) -> Vec<u32> {
+    Discovery::os()
+        .live(home.claude())
+        .unwrap()
+        .sessions
+        .iter()
+        .map(|s| s.pid.get())
+        .collect()
 }
 
 #[test]
 fn a_live_child_with_its_start_token_and_socket_is_live_and_addressable() {
-    let home = Home::new();
-    let child = Sleeper::spawn();
-    let socket_dir = tempfile::tempdir().unwrap();
-    let socket = socket_dir.path().join("s.sock");
-    let _listener = UnixListener::bind(&socket).unwrap();
-    home.record(child.pid(), "live-session", None, Some(&socket));
-    let scan = Discovery::os().scan(&home.home, Scope::Live).unwrap();
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    let socket = home.socket(child.pid()).unwrap();
+    record(&home, child.pid(), "live-session", None, Some(&socket));
+    let scan = Discovery::os().scan(home.claude(), Scope::Live).unwrap();
     assert_eq!(scan.sessions.len(), 1);
     assert!(
         scan.sessions[0].addressability.is_addressable(),
@@ -170,91 +86,80 @@ fn a_live_child_with_its_start_token_and_socket_is_live_and_addressable() {
     );
     assert!(scan.warnings.is_empty(), "{:?}", scan.warnings);
     let resolved = Discovery::os()
-        .resolve_live_session(&home.home, "live-session")
+        .resolve_live_session(home.claude(), "live-session")
         .unwrap();
     assert_eq!(resolved.pid.get(), child.pid());
 }
 
 #[test]
 fn resolution_reads_the_registry_afresh_so_a_killed_session_is_refused_at_once() {
-    let home = Home::new();
-    let socket_dir = tempfile::tempdir().unwrap();
-    let socket = socket_dir.path().join("s.sock");
-    let _listener = UnixListener::bind(&socket).unwrap();
+    let mut home = TempHome::new().unwrap();
     let discovery = Discovery::os();
-    let mut child = Sleeper::spawn();
-    home.record(child.pid(), "short-lived", None, Some(&socket));
+    let mut child = Sleeper::spawn().unwrap();
+    let socket = home.socket(child.pid()).unwrap();
+    record(&home, child.pid(), "short-lived", None, Some(&socket));
     assert!(
         discovery
-            .resolve_live_session(&home.home, "short-lived")
+            .resolve_live_session(home.claude(), "short-lived")
             .is_ok()
     );
-    child.0.kill().unwrap();
-    child.0.wait().unwrap();
+    child.crash().unwrap();
     let err = discovery
-        .resolve_live_session(&home.home, "short-lived")
+        .resolve_live_session(home.claude(), "short-lived")
         .unwrap_err();
     assert_eq!(err.refusal().map(|r| r.kind), Some(RefusalKind::NotLive));
 }
 
 #[test]
 fn a_zombie_child_is_gone() {
-    let home = Home::new();
-    let mut child = Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    // Wait for the exit without reaping: the pid stays a zombie until `wait` below.
-    rustix::process::waitid(
-        WaitId::Pid(rustix::process::Pid::from_raw(pid.cast_signed()).unwrap()),
-        WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-    )
-    .unwrap();
-    home.write(pid, &format!(r#"{{"pid":{pid},"sessionId":"z"}}"#));
-    let (liveness, reason) = home.verdict_of(&format!("{pid}.json"));
-    child.wait().unwrap();
+    let home = TempHome::new().unwrap();
+    // Exited, not reaped: the pid stays a zombie until dropped below.
+    let zombie = Zombie::spawn().unwrap();
+    let pid = zombie.pid();
+    home.write_record(pid, format!(r#"{{"pid":{pid},"sessionId":"z"}}"#))
+        .unwrap();
+    let (liveness, reason) = verdict_of(&home, &format!("{pid}.json"));
+    drop(zombie);
     assert_eq!(liveness, Liveness::Gone, "{reason}");
     assert!(reason.contains("zombie"), "{reason}");
 }
 
 #[test]
 fn a_thread_id_of_a_live_process_is_recycled() {
-    let home = Home::new();
-    let (tid, done_tx, thread) = home.thread_record();
-    let (liveness, reason) = home.verdict_of(&format!("{tid}.json"));
-    done_tx.send(()).unwrap();
-    thread.join().unwrap();
+    let home = TempHome::new().unwrap();
+    let thread = ParkedThread::spawn().unwrap();
+    thread_record(&home, &thread);
+    let (liveness, reason) = verdict_of(&home, &format!("{}.json", thread.tid()));
+    drop(thread);
     assert_eq!(liveness, Liveness::Recycled, "{reason}");
     assert!(reason.contains("thread"), "{reason}");
 }
 
 #[test]
 fn a_reaped_pid_is_gone_and_a_live_pid_with_another_start_token_is_recycled() {
-    let home = Home::new();
-    let mut dead = Command::new("true").spawn().unwrap();
-    let dead_pid = dead.id();
-    dead.wait().unwrap();
-    home.write(
-        dead_pid,
-        &format!(r#"{{"pid":{dead_pid},"sessionId":"d"}}"#),
-    );
-    let reused = Sleeper::spawn();
-    home.record(reused.pid(), "old-owner", Some("1"), None);
+    let home = TempHome::new().unwrap();
+    let dead_pid = reaped_pid().unwrap();
+    home.write_record(dead_pid, format!(r#"{{"pid":{dead_pid},"sessionId":"d"}}"#))
+        .unwrap();
+    let reused = Sleeper::spawn().unwrap();
+    record(&home, reused.pid(), "old-owner", Some("1"), None);
     assert_eq!(
-        home.verdict_of(&format!("{dead_pid}.json")).0,
+        verdict_of(&home, &format!("{dead_pid}.json")).0,
         Liveness::Gone
     );
     assert_eq!(
-        home.verdict_of(&format!("{}.json", reused.pid())).0,
+        verdict_of(&home, &format!("{}.json", reused.pid())).0,
         Liveness::Recycled
     );
-    assert!(home.live_pids().is_empty());
+    assert!(live_pids(&home).is_empty());
 }
 
 #[test]
 fn fifos_device_links_and_huge_files_are_invalid_and_never_hang_the_scan() {
-    let home = Home::new();
-    let child = Sleeper::spawn();
+    let home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
     let pid = child.pid();
-    let fifo = home.path(&format!("{pid}.json"));
+    let fifo = home.record_path(pid);
     assert!(
         Command::new("mkfifo")
             .arg(&fifo)
@@ -262,12 +167,12 @@ fn fifos_device_links_and_huge_files_are_invalid_and_never_hang_the_scan() {
             .unwrap()
             .success()
     );
-    symlink("/dev/zero", home.path("3.json")).unwrap();
-    File::create(home.path("4.json"))
+    symlink("/dev/zero", home.record_path(3)).unwrap();
+    File::create(home.record_path(4))
         .unwrap()
         .set_len(1 << 30)
         .unwrap();
-    let verdicts = home.verdicts();
+    let verdicts = verdicts(&home);
     let by_name = |name: &str| verdicts.iter().find(|(n, _, _)| n == name).unwrap().clone();
     let (_, liveness, reason) = by_name(&format!("{pid}.json"));
     assert_eq!(liveness, Liveness::Invalid);
@@ -285,31 +190,31 @@ fn fifos_device_links_and_huge_files_are_invalid_and_never_hang_the_scan() {
 
 #[test]
 fn a_huge_file_for_a_live_pid_is_invalid_without_reading_it_all() {
-    let home = Home::new();
-    let child = Sleeper::spawn();
-    File::create(home.path(&format!("{}.json", child.pid())))
+    let home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    File::create(home.record_path(child.pid()))
         .unwrap()
         .set_len(1 << 30)
         .unwrap();
-    let (liveness, reason) = home.verdict_of(&format!("{}.json", child.pid()));
+    let (liveness, reason) = verdict_of(&home, &format!("{}.json", child.pid()));
     assert_eq!(liveness, Liveness::Invalid);
     assert!(reason.contains("larger than 262144 bytes"), "{reason}");
 }
 
 #[test]
 fn a_record_owned_by_another_uid_is_invalid() {
-    let home = Home::new();
-    let child = Sleeper::spawn();
-    let path = home.record(child.pid(), "planted", None, None);
+    let home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    let path = record(&home, child.pid(), "planted", None, None);
     if rustix::process::geteuid().is_root() {
         std::os::unix::fs::chown(&path, Some(4242), None).unwrap();
-        let (liveness, reason) = home.verdict_of(&format!("{}.json", child.pid()));
+        let (liveness, reason) = verdict_of(&home, &format!("{}.json", child.pid()));
         assert_eq!(liveness, Liveness::Invalid);
         assert!(reason.contains("4242"), "{reason}");
     } else {
         // Without root no other uid's file can be made; the same-owner record is live.
         assert_eq!(
-            home.verdict_of(&format!("{}.json", child.pid())).0,
+            verdict_of(&home, &format!("{}.json", child.pid())).0,
             Liveness::Live
         );
     }
@@ -317,18 +222,20 @@ fn a_record_owned_by_another_uid_is_invalid() {
 
 #[test]
 fn an_empty_record_of_a_live_pid_is_unreadable_once_the_reread_budget_is_spent() {
-    let home = Home::new();
-    let child = Sleeper::spawn();
-    home.write(child.pid(), "");
-    let (liveness, reason) = home.verdict_of(&format!("{}.json", child.pid()));
+    let home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    home.write_record(child.pid(), "").unwrap();
+    let (liveness, reason) = verdict_of(&home, &format!("{}.json", child.pid()));
     assert_eq!(liveness, Liveness::Unreadable, "{reason}");
 }
 
 #[test]
 fn an_unparseable_record_older_than_its_live_pid_was_left_by_the_previous_owner() {
-    let home = Home::new();
-    let child = Sleeper::spawn();
-    let path = home.write(child.pid(), r#"{"pid":1,"sessionId":"#);
+    let home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    let path = home
+        .write_record(child.pid(), r#"{"pid":1,"sessionId":"#)
+        .unwrap();
     let an_hour_ago = SystemTime::now() - Duration::from_secs(3600);
     File::options()
         .write(true)
@@ -336,7 +243,7 @@ fn an_unparseable_record_older_than_its_live_pid_was_left_by_the_previous_owner(
         .unwrap()
         .set_modified(an_hour_ago)
         .unwrap();
-    let (liveness, reason) = home.verdict_of(&format!("{}.json", child.pid()));
+    let (liveness, reason) = verdict_of(&home, &format!("{}.json", child.pid()));
     assert_eq!(liveness, Liveness::Gone, "{reason}");
     assert!(reason.contains("previous owner"), "{reason}");
 }
@@ -348,9 +255,9 @@ fn a_missing_registry_is_an_empty_scan_and_a_loose_one_is_warned_about() {
     let scan = Discovery::os().scan(&missing, Scope::All).unwrap();
     assert!(scan.sessions.is_empty() && scan.warnings.is_empty());
 
-    let home = Home::new();
-    fs::set_permissions(home.home.sessions_dir(), fs::Permissions::from_mode(0o777)).unwrap();
-    let scan = Discovery::os().scan(&home.home, Scope::Live).unwrap();
+    let home = TempHome::new().unwrap();
+    fs::set_permissions(home.sessions(), fs::Permissions::from_mode(0o777)).unwrap();
+    let scan = Discovery::os().scan(home.claude(), Scope::Live).unwrap();
     assert!(
         scan.warnings
             .iter()
@@ -362,7 +269,7 @@ fn a_missing_registry_is_an_empty_scan_and_a_loose_one_is_warned_about() {
     let linked = tempfile::tempdir().unwrap();
     let linked_home = ClaudeHome::new(linked.path().join(".claude"));
     fs::create_dir_all(linked_home.root()).unwrap();
-    symlink(home.home.sessions_dir(), linked_home.sessions_dir()).unwrap();
+    symlink(home.sessions(), linked_home.sessions_dir()).unwrap();
     let scan = Discovery::os().scan(&linked_home, Scope::Live).unwrap();
     assert!(
         scan.warnings
@@ -375,15 +282,16 @@ fn a_missing_registry_is_an_empty_scan_and_a_loose_one_is_warned_about() {
 
 #[test]
 fn keys_heartbeats_and_temporary_files_are_never_listed() {
-    let home = Home::new();
-    let child = Sleeper::spawn();
-    home.record(child.pid(), "s", None, None);
+    let home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    record(&home, child.pid(), "s", None, None);
     // Secrets, markers and temporary files are not records: never listed, never opened.
-    let key = home.path(&format!("{}.{}.key", child.pid(), "ab".repeat(32)));
-    fs::write(&key, "secret").unwrap();
-    fs::write(home.path(".fleetview-heartbeat"), "").unwrap();
-    fs::write(home.path(&format!("{}.json.tmp", child.pid())), "{").unwrap();
-    let names: Vec<String> = home.verdicts().into_iter().map(|(n, _, _)| n).collect();
+    let key = format!("{}.{}.key", child.pid(), "ab".repeat(32));
+    home.write_entry(&key, "secret").unwrap();
+    home.write_entry(".fleetview-heartbeat", "").unwrap();
+    home.write_entry(&format!("{}.json.tmp", child.pid()), "{")
+        .unwrap();
+    let names: Vec<String> = verdicts(&home).into_iter().map(|(n, _, _)| n).collect();
     assert_eq!(names, [format!("{}.json", child.pid())]);
 }
 
@@ -407,20 +315,16 @@ fn assert_each_agrees_judged_alone(
 #[test]
 fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid() {
     use claude_peer_probe::{Counting, ProcessTable};
-    let home = Home::new();
-    let live = Sleeper::spawn();
-    home.record(live.pid(), "live", None, None);
-    let mut zombie = Command::new("true").spawn().unwrap();
-    rustix::process::waitid(
-        WaitId::Pid(rustix::process::Pid::from_raw(zombie.id().cast_signed()).unwrap()),
-        WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-    )
-    .unwrap();
-    home.record(zombie.id(), "zombie", Some("1"), None);
-    let (tid, done_tx, thread) = home.thread_record();
-    let mut reaped = Command::new("true").spawn().unwrap();
-    reaped.wait().unwrap();
-    home.record(reaped.id(), "reaped", Some("1"), None);
+    let home = TempHome::new().unwrap();
+    let live = Sleeper::spawn().unwrap();
+    record(&home, live.pid(), "live", None, None);
+    let zombie = Zombie::spawn().unwrap();
+    record(&home, zombie.pid(), "zombie", Some("1"), None);
+    let thread = ParkedThread::spawn().unwrap();
+    thread_record(&home, &thread);
+    let tid = thread.tid();
+    let reaped = reaped_pid().unwrap();
+    record(&home, reaped, "reaped", Some("1"), None);
     // Leftovers of pids that run nowhere (above any pid_max), four times the processes.
     let processes = fs::read_dir("/proc")
         .unwrap()
@@ -436,7 +340,8 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
     let leftovers = 4 * processes + 1100;
     for i in 0..leftovers {
         let pid = 4_194_305 + u32::try_from(i).unwrap();
-        home.write(pid, &format!(r#"{{"pid":{pid},"sessionId":"d"}}"#));
+        home.write_record(pid, format!(r#"{{"pid":{pid},"sessionId":"d"}}"#))
+            .unwrap();
     }
     let table = OsProcessTable::new();
     if table
@@ -452,7 +357,7 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
     }
 
     let discovery = Discovery::os();
-    let scan = discovery.scan(&home.home, Scope::All).unwrap();
+    let scan = discovery.scan(home.claude(), Scope::All).unwrap();
     let verdict = |pid: u32| {
         let session = scan
             .sessions
@@ -465,28 +370,28 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
         )
     };
     assert_eq!(verdict(live.pid()).0, Liveness::Live);
-    let (zombie_is, why) = verdict(zombie.id());
+    let (zombie_is, why) = verdict(zombie.pid());
     assert_eq!(zombie_is, Liveness::Gone, "{why}");
     assert!(why.contains("zombie"), "{why}");
     let (thread_is, why) = verdict(tid);
     assert_eq!(thread_is, Liveness::Recycled, "{why}");
     assert!(why.contains("thread"), "{why}");
-    assert_eq!(verdict(reaped.id()).0, Liveness::Gone);
-    assert_each_agrees_judged_alone(&discovery, &home.home, &scan.sessions, Scope::All);
+    assert_eq!(verdict(reaped).0, Liveness::Gone);
+    assert_each_agrees_judged_alone(&discovery, home.claude(), &scan.sessions, Scope::All);
     // A live-only scan counts processes only: the thread's record is left out as the
     // full scan's `recycled` verdict says it must be, and nothing else changes.
-    let live_only = discovery.scan(&home.home, Scope::Live).unwrap();
+    let live_only = discovery.scan(home.claude(), Scope::Live).unwrap();
     let live_part: Vec<_> = scan.sessions.iter().filter(|s| s.is_live()).collect();
     assert_eq!(live_only.sessions.iter().collect::<Vec<_>>(), live_part);
     assert_eq!(live_only.sessions.len(), 1);
-    done_tx.send(()).unwrap();
-    thread.join().unwrap();
-    zombie.wait().unwrap();
+    drop(thread);
+    drop(zombie);
 }
 
 #[test]
 fn hundreds_of_live_sessions_among_leftovers_are_judged_across_threads_as_each_alone() {
-    use claude_peer_testkit::registry::{Children, Machine, Registry};
+    use claude_peer_testkit::process::Children;
+    use claude_peer_testkit::registry::{Machine, Registry};
     let machine = Machine::learn();
     let children = Children::spawn(300).unwrap();
     // Enough leftovers that a live scan learns the pids from one listing of /proc.
@@ -506,21 +411,19 @@ fn hundreds_of_live_sessions_among_leftovers_are_judged_across_threads_as_each_a
 
 #[test]
 fn a_record_grown_past_the_limit_before_the_hand_over_is_not_live_as_too_large() {
-    let home = Home::new();
-    let child = Sleeper::spawn();
-    let socket_dir = tempfile::tempdir().unwrap();
-    let socket = socket_dir.path().join("s.sock");
-    let _listener = UnixListener::bind(&socket).unwrap();
-    let file = home.record(child.pid(), "growing", None, Some(&socket));
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    let socket = home.socket(child.pid()).unwrap();
+    let file = record(&home, child.pid(), "growing", None, Some(&socket));
     let discovery = Discovery::os();
     let resolved = discovery
-        .resolve_live_session(&home.home, "growing")
+        .resolve_live_session(home.claude(), "growing")
         .unwrap();
     // Still valid JSON naming the same session, but over Claude Code's 262,144 bytes.
     let mut body: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
     body["padding"] = "x".repeat(300_000).into();
     fs::write(&file, body.to_string()).unwrap();
-    let refusal = discovery.confirm(&home.home, &resolved).unwrap_err();
+    let refusal = discovery.confirm(home.claude(), &resolved).unwrap_err();
     let refusal = refusal.refusal().unwrap();
     assert_eq!(refusal.kind, RefusalKind::NotLive);
     assert!(

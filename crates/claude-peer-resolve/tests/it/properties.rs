@@ -12,12 +12,10 @@ use claude_peer_registry::{
     classify_entry_name, judge,
 };
 use claude_peer_resolve::{Discovery, LiveSession, Rereads, Scope, Session};
-use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs};
+use claude_peer_testkit::fake::{self, FakeFile, FakeProcessTable, FakeRegistryFs, UID};
 use claude_peer_testkit::strategy;
 use proptest::collection::vec;
 use proptest::prelude::*;
-
-use crate::support::{UID, fake_home};
 
 const OURS: &str = "linux:ours:pid:[1]";
 /// Few pids, so that names, records and processes collide often.
@@ -235,7 +233,7 @@ proptest! {
         let mut by_name: HashMap<String, GenEntry> = HashMap::new();
         for e in entries { by_name.insert(e.name.clone(), e); }
         let entries: Vec<GenEntry> = by_name.into_values().collect();
-        let scan = build(&entries, &table).scan(&fake_home(), Scope::All).unwrap();
+        let scan = build(&entries, &table).scan(&fake::home(), Scope::All).unwrap();
         let mut expected_by_name: Vec<(OsString, Liveness)> = entries
             .iter()
             .filter_map(|e| expected(e, &table).map(|l| (OsString::from(&e.name), l)))
@@ -259,9 +257,9 @@ proptest! {
         entries in vec(entry(), 0..8),
         table in table(),
     ) {
-        let full = build(&entries, &table).scan(&fake_home(), Scope::All).unwrap();
+        let full = build(&entries, &table).scan(&fake::home(), Scope::All).unwrap();
         let discovery = build(&entries, &table);
-        let live = discovery.scan(&fake_home(), Scope::Live).unwrap();
+        let live = discovery.scan(&fake::home(), Scope::Live).unwrap();
         let filtered: Vec<_> = full.sessions.into_iter().filter(claude_peer_resolve::Session::is_live).collect();
         prop_assert_eq!(&live.sessions, &filtered);
         for read in discovery.fs().reads() {
@@ -275,7 +273,7 @@ proptest! {
         entries in vec(entry(), 0..8),
         table in table(),
     ) {
-        let full = build(&entries, &table).scan(&fake_home(), Scope::All).unwrap();
+        let full = build(&entries, &table).scan(&fake::home(), Scope::All).unwrap();
         let live: Vec<Session> = full.sessions.iter().filter(|s| s.is_live()).cloned().collect();
         for session in full.sessions {
             let was_live = session.is_live();
@@ -291,7 +289,7 @@ proptest! {
             }
         }
         let listed: Vec<Session> =
-            build(&entries, &table).live(&fake_home()).unwrap().sessions.into_iter().map(Session::from).collect();
+            build(&entries, &table).live(&fake::home()).unwrap().sessions.into_iter().map(Session::from).collect();
         prop_assert_eq!(listed, live);
     }
 
@@ -300,9 +298,9 @@ proptest! {
         entries in vec(entry(), 0..8),
         table in table(),
     ) {
-        let scan = build(&entries, &table).scan(&fake_home(), Scope::All).unwrap();
+        let scan = build(&entries, &table).scan(&fake::home(), Scope::All).unwrap();
         let discovery = build(&entries, &table);
-        let stream = discovery.entries(&fake_home(), Scope::All).unwrap();
+        let stream = discovery.entries(&fake::home(), Scope::All).unwrap();
         prop_assert_eq!(stream.warnings(), &scan.warnings[..]);
         prop_assert!(discovery.fs().reads().is_empty(), "nothing is read before it is asked for");
         let mut streamed: Vec<claude_peer_resolve::Session> = Vec::new();
@@ -326,7 +324,7 @@ proptest! {
     fn a_registry_judged_in_batches_across_threads_gives_each_record_its_own_verdict_in_pid_order(
         (entries, table) in many(),
     ) {
-        let full = build(&entries, &table).scan(&fake_home(), Scope::All).unwrap();
+        let full = build(&entries, &table).scan(&fake::home(), Scope::All).unwrap();
         let expected: Vec<(OsString, Liveness)> = entries
             .iter()
             .filter_map(|e| expected(e, &table).map(|l| (OsString::from(&e.name), l)))
@@ -338,7 +336,7 @@ proptest! {
             .collect();
         // Generated in pid order, so the scan's order is the generated one.
         prop_assert_eq!(got, expected);
-        let live = build(&entries, &table).scan(&fake_home(), Scope::Live).unwrap();
+        let live = build(&entries, &table).scan(&fake::home(), Scope::Live).unwrap();
         let filtered: Vec<_> = full.sessions.into_iter().filter(Session::is_live).collect();
         prop_assert_eq!(live.sessions, filtered);
     }
@@ -381,7 +379,7 @@ fn scan_torn(
         Duration::from_micros(1),
         Duration::from_micros(7),
     ));
-    let scan = discovery.scan(&fake_home(), Scope::All).unwrap();
+    let scan = discovery.scan(&fake::home(), Scope::All).unwrap();
     let verdict = scan.sessions.first().map(|s| s.verdict.clone());
     (
         verdict.as_ref().map(|v| v.liveness),

@@ -3,19 +3,23 @@
 use std::path::PathBuf;
 
 use claude_peer_probe::{FileKind, SocketStatus};
+use claude_peer_registry::Pid;
 use claude_peer_resolve::{Discovery, Error, RefusalKind};
-use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs};
-
-use crate::support::{FIXTURE_DOMAIN, UID, fake_home, pid};
+use claude_peer_testkit::fake::{self, FakeFile, FakeProcessTable, FakeRegistryFs, UID};
+use claude_peer_testkit::fixtures::REAL_PID_DOMAIN;
 
 const A: &str = "75c834bc-f549-4085-a152-f9973dc50b30";
 const B: &str = "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57";
+
+fn pid(raw: u32) -> Pid {
+    Pid::new(raw).unwrap()
+}
 
 fn record(pid: u32, session: &str, name: &str, extra: &str) -> FakeFile {
     FakeFile::regular(
         UID,
         format!(
-            r#"{{"pid":{pid},"sessionId":"{session}","procStart":"{pid}00","pidDomain":"{FIXTURE_DOMAIN}","name":"{name}","messagingSocketPath":"/run/cc-socks/{pid}.sock"{extra}}}"#
+            r#"{{"pid":{pid},"sessionId":"{session}","procStart":"{pid}00","pidDomain":"{REAL_PID_DOMAIN}","name":"{name}","messagingSocketPath":"/run/cc-socks/{pid}.sock"{extra}}}"#
         ),
     )
 }
@@ -29,7 +33,7 @@ fn socket(fs: &mut FakeRegistryFs, pid: u32, kind: FileKind, owner: u32) {
 
 /// Live processes 3839 and 9959 with start tokens `383900` and `995900`.
 fn processes() -> FakeProcessTable {
-    FakeProcessTable::new(UID, Some(FIXTURE_DOMAIN))
+    FakeProcessTable::new(UID, Some(REAL_PID_DOMAIN))
         .with_live(pid(3839), "383900")
         .with_live(pid(9959), "995900")
 }
@@ -53,9 +57,11 @@ fn a_live_uniquely_named_session_with_its_own_socket_resolves() {
         .with_file("9959.json", record(9959, B, "reviewer", ""));
     socket(&mut fs, 9959, FileKind::Socket, UID);
     let discovery = Discovery::new(processes(), fs);
-    let session = discovery.resolve_live_session(&fake_home(), B).unwrap();
+    let session = discovery.resolve_live_session(&fake::home(), B).unwrap();
     assert_eq!(session.pid, pid(9959));
-    let by_name = discovery.resolve_by_name(&fake_home(), "reviewer").unwrap();
+    let by_name = discovery
+        .resolve_by_name(&fake::home(), "reviewer")
+        .unwrap();
     assert_eq!(by_name.pid, pid(9959));
 }
 
@@ -71,7 +77,7 @@ fn a_cleared_session_id_is_not_live_and_the_message_names_the_new_one() {
         ),
     );
     let (kind, message) =
-        refusal(Discovery::new(processes(), fs).resolve_live_session(&fake_home(), B));
+        refusal(Discovery::new(processes(), fs).resolve_live_session(&fake::home(), B));
     assert_eq!(kind, RefusalKind::NotLive);
     assert!(
         message.contains("85b58db7-new") && message.contains("9959"),
@@ -91,13 +97,13 @@ fn a_crashed_or_recycled_session_is_not_live_and_says_why() {
             ),
         );
     let discovery = Discovery::new(processes(), fs);
-    let (kind, message) = refusal(discovery.resolve_live_session(&fake_home(), A));
+    let (kind, message) = refusal(discovery.resolve_live_session(&fake::home(), A));
     assert_eq!(kind, RefusalKind::NotLive);
     assert!(message.contains("gone"), "{message}");
-    let (kind, message) = refusal(discovery.resolve_live_session(&fake_home(), B));
+    let (kind, message) = refusal(discovery.resolve_live_session(&fake::home(), B));
     assert_eq!(kind, RefusalKind::NotLive);
     assert!(message.contains("recycled"), "{message}");
-    let (kind, _) = refusal(discovery.resolve_live_session(&fake_home(), "never-seen"));
+    let (kind, _) = refusal(discovery.resolve_live_session(&fake::home(), "never-seen"));
     assert_eq!(kind, RefusalKind::NotLive);
 }
 
@@ -115,19 +121,19 @@ fn a_name_shared_by_two_live_sessions_refuses_instead_of_guessing() {
     socket(&mut fs, 3839, FileKind::Socket, UID);
     socket(&mut fs, 9959, FileKind::Socket, UID);
     let discovery = Discovery::new(processes(), fs);
-    let (kind, message) = refusal(discovery.resolve_live_session(&fake_home(), A));
+    let (kind, message) = refusal(discovery.resolve_live_session(&fake::home(), A));
     assert_eq!(kind, RefusalKind::IdentityMismatch);
     assert!(
         message.contains("9959"),
         "names the other holder: {message}"
     );
-    let (kind, message) = refusal(discovery.resolve_by_name(&fake_home(), "ccproj-06"));
+    let (kind, message) = refusal(discovery.resolve_by_name(&fake::home(), "ccproj-06"));
     assert_eq!(kind, RefusalKind::IdentityMismatch);
     assert!(
         message.contains("3839") && message.contains("9959"),
         "lists every holder: {message}"
     );
-    let (kind, _) = refusal(discovery.resolve_by_name(&fake_home(), "nobody"));
+    let (kind, _) = refusal(discovery.resolve_by_name(&fake::home(), "nobody"));
     assert_eq!(kind, RefusalKind::NotLive);
 }
 
@@ -160,7 +166,7 @@ fn a_live_session_that_cannot_be_messaged_is_not_addressable_with_the_reason() {
             socket(&mut fs, 9959, kind, owner);
         }
         let (kind, message) =
-            refusal(Discovery::new(processes(), fs).resolve_live_session(&fake_home(), B));
+            refusal(Discovery::new(processes(), fs).resolve_live_session(&fake::home(), B));
         assert_eq!(kind, RefusalKind::NotAddressable, "{expected}");
         assert!(message.contains(expected), "{expected}: {message}");
     }

@@ -177,7 +177,8 @@ mod tests {
 
     use claude_peer_deliver::Target;
     use claude_peer_registry::Pid;
-    use claude_peer_testkit::registry::{Children, proc_start, record};
+    use claude_peer_testkit::process::{Children, proc_start};
+    use claude_peer_testkit::registry::record;
     use serde_json::json;
 
     use super::*;

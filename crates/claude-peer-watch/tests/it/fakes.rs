@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use claude_peer_probe::Notice;
-use claude_peer_registry::{ClaudeHome, Pid, ProcessState};
+use claude_peer_registry::{Pid, ProcessState};
 use claude_peer_resolve::{Discovery, LiveSession};
-use claude_peer_testkit::fake::{FakeFile, FakeNotifier, FakeProcessTable, FakeRegistryFs, Shared};
+use claude_peer_testkit::fake::{
+    self, FakeFile, FakeNotifier, FakeProcessTable, FakeRegistryFs, Shared, UID,
+};
 use claude_peer_watch::{Event, Timing, Watcher};
 use proptest::prelude::*;
 
-const UID: u32 = 1000;
 const DOMAIN: &str = "linux:fake:pid:[1]";
 /// The pids the histories play with.
 const PIDS: std::ops::Range<u32> = 100..106;
@@ -22,10 +23,6 @@ type Fakes = (
     Shared<FakeNotifier>,
 );
 type FakeWatcher = Watcher<Shared<FakeProcessTable>, Shared<FakeRegistryFs>, Shared<FakeNotifier>>;
-
-fn home() -> ClaudeHome {
-    ClaudeHome::new("/nonexistent/claude-home")
-}
 
 fn pid(raw: u32) -> Pid {
     Pid::new(raw).unwrap()
@@ -50,7 +47,7 @@ fn fakes() -> Fakes {
 
 fn watch(fakes: &Fakes, timing: Timing) -> FakeWatcher {
     let discovery = Discovery::new(fakes.0.clone(), fakes.1.clone());
-    Watcher::new(discovery, fakes.2.clone(), home(), timing).unwrap()
+    Watcher::new(discovery, fakes.2.clone(), fake::home(), timing).unwrap()
 }
 
 /// Only what a test triggers: nothing settles late, no timer fires on its own.
@@ -70,7 +67,7 @@ fn view(watcher: &FakeWatcher) -> Vec<LiveSession> {
 
 fn fresh_scan(fakes: &Fakes) -> Vec<LiveSession> {
     Discovery::new(fakes.0.clone(), fakes.1.clone())
-        .live(&home())
+        .live(&fake::home())
         .unwrap()
         .sessions
 }

@@ -4,14 +4,16 @@ use std::fs;
 use std::os::unix::fs::FileTypeExt as _;
 use std::os::unix::fs::symlink;
 
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::Sleeper;
 use claude_peer_testkit::registry::{Machine, record};
 
-use crate::support::{Home, Sleeper, describe, live_set, next};
+use crate::support::{WatchedHome as _, describe, live_set, next};
 
 #[test]
 fn a_record_replaced_by_rename_is_one_change() {
-    let mut home = Home::new();
-    let child = Sleeper::spawn();
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
     let pid = child.pid();
     home.write(pid, "s-rename", "idle");
     let mut watcher = home.watch();
@@ -36,8 +38,8 @@ fn a_record_replaced_by_rename_is_one_change() {
 
 #[test]
 fn a_live_session_truncated_and_left_empty_keeps_its_state_until_its_process_dies() {
-    let mut home = Home::new();
-    let mut child = Sleeper::spawn();
+    let mut home = TempHome::new().unwrap();
+    let mut child = Sleeper::spawn().unwrap();
     let pid = child.pid();
     home.write(pid, "s-torn", "idle");
     let mut watcher = home.watch();
@@ -47,8 +49,8 @@ fn a_live_session_truncated_and_left_empty_keeps_its_state_until_its_process_die
     );
 
     // Truncated and closed: the writer's next write has not come yet.
-    fs::File::create(home.file(pid)).unwrap();
-    fs::write(home.file(pid), "{\"pid\":").unwrap();
+    fs::File::create(home.record_path(pid)).unwrap();
+    fs::write(home.record_path(pid), "{\"pid\":").unwrap();
     home.write(pid, "s-torn", "waiting");
     let event = next(&mut watcher);
     assert_eq!(
@@ -57,8 +59,8 @@ fn a_live_session_truncated_and_left_empty_keeps_its_state_until_its_process_die
         "no vanished while the record was torn"
     );
 
-    fs::File::create(home.file(pid)).unwrap();
-    child.crash();
+    fs::File::create(home.record_path(pid)).unwrap();
+    child.crash().unwrap();
     assert_eq!(
         describe(&next(&mut watcher)),
         ("vanished", pid, "s-torn".into())
@@ -68,8 +70,8 @@ fn a_live_session_truncated_and_left_empty_keeps_its_state_until_its_process_die
 
 #[test]
 fn a_registry_deleted_recreated_and_replaced_by_a_symlink_is_followed() {
-    let mut home = Home::new();
-    let child = Sleeper::spawn();
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
     let pid = child.pid();
     home.write(pid, "s-dir", "idle");
     let mut watcher = home.watch();
@@ -78,7 +80,7 @@ fn a_registry_deleted_recreated_and_replaced_by_a_symlink_is_followed() {
         ("appeared", pid, "s-dir".into())
     );
 
-    fs::remove_file(home.file(pid)).unwrap();
+    fs::remove_file(home.record_path(pid)).unwrap();
     fs::remove_dir(home.sessions()).unwrap();
     assert_eq!(
         describe(&next(&mut watcher)),
@@ -93,12 +95,12 @@ fn a_registry_deleted_recreated_and_replaced_by_a_symlink_is_followed() {
     );
 
     // Moved away and replaced by a symlink to a directory holding another record.
-    let elsewhere = home.dir.path().join("elsewhere");
+    let elsewhere = home.root().join("elsewhere");
     fs::create_dir(&elsewhere).unwrap();
-    let other = Sleeper::spawn();
+    let other = Sleeper::spawn().unwrap();
     let body = home.body(other.pid(), "s-linked", "idle");
     fs::write(elsewhere.join(format!("{}.json", other.pid())), body).unwrap();
-    fs::rename(home.sessions(), home.dir.path().join("moved")).unwrap();
+    fs::rename(home.sessions(), home.root().join("moved")).unwrap();
     symlink(&elsewhere, home.sessions()).unwrap();
     let mut events = vec![describe(&next(&mut watcher)), describe(&next(&mut watcher))];
     events.sort();
@@ -129,7 +131,7 @@ fn a_registry_deleted_recreated_and_replaced_by_a_symlink_is_followed() {
 
 #[test]
 fn an_overflowed_event_queue_is_a_rescan_and_misses_nothing() {
-    let mut home = Home::new();
+    let mut home = TempHome::new().unwrap();
     let max: usize = fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -139,7 +141,7 @@ fn an_overflowed_event_queue_is_a_rescan_and_misses_nothing() {
     for i in 0..max / 2 {
         fs::write(home.sessions().join(format!("burst-{i}.tmp")), "x").unwrap();
     }
-    let child = Sleeper::spawn();
+    let child = Sleeper::spawn().unwrap();
     home.write(child.pid(), "s-after-burst", "idle");
     assert_eq!(
         describe(&next(&mut watcher)),
@@ -151,18 +153,18 @@ fn an_overflowed_event_queue_is_a_rescan_and_misses_nothing() {
 
 #[test]
 fn fifos_huge_files_and_ten_thousand_leftovers_never_hang_the_watch() {
-    let mut home = Home::new();
+    let mut home = TempHome::new().unwrap();
     let machine = Machine::learn();
-    let socks = home.dir.path().join("socks");
+    let socks = home.root().join("socks");
     for i in 0..10_000 {
         let pid = machine.dead_pid(i);
         let body = record(pid, "1234", machine.pid_domain.as_deref(), &socks);
-        fs::write(home.file(pid), body).unwrap();
+        fs::write(home.record_path(pid), body).unwrap();
     }
     let mut watcher = home.watch();
 
-    let fifo_child = Sleeper::spawn();
-    let fifo = home.file(fifo_child.pid());
+    let fifo_child = Sleeper::spawn().unwrap();
+    let fifo = home.record_path(fifo_child.pid());
     rustix::fs::mknodat(
         rustix::fs::CWD,
         &fifo,
@@ -171,12 +173,12 @@ fn fifos_huge_files_and_ten_thousand_leftovers_never_hang_the_watch() {
         0,
     )
     .unwrap();
-    let huge_child = Sleeper::spawn();
-    let huge = fs::File::create(home.file(huge_child.pid())).unwrap();
+    let huge_child = Sleeper::spawn().unwrap();
+    let huge = fs::File::create(home.record_path(huge_child.pid())).unwrap();
     huge.set_len(1 << 30).unwrap();
     drop(huge);
 
-    let child = Sleeper::spawn();
+    let child = Sleeper::spawn().unwrap();
     home.write(child.pid(), "s-among-leftovers", "idle");
     assert_eq!(
         describe(&next(&mut watcher)),
@@ -187,7 +189,9 @@ fn fifos_huge_files_and_ten_thousand_leftovers_never_hang_the_watch() {
     // Nothing in the registry was written: what the test made is all there is, as made.
     assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
     assert_eq!(
-        fs::metadata(home.file(huge_child.pid())).unwrap().len(),
+        fs::metadata(home.record_path(huge_child.pid()))
+            .unwrap()
+            .len(),
         1 << 30
     );
     assert_eq!(fs::read_dir(home.sessions()).unwrap().count(), 10_000 + 3);
@@ -195,9 +199,9 @@ fn fifos_huge_files_and_ten_thousand_leftovers_never_hang_the_watch() {
 
 #[test]
 fn the_polling_watch_reports_appeared_changed_and_vanished() {
-    let mut home = Home::new();
-    let mut watcher = claude_peer_watch::Watcher::os_polling(home.claude.clone()).unwrap();
-    let mut child = Sleeper::spawn();
+    let mut home = TempHome::new().unwrap();
+    let mut watcher = claude_peer_watch::Watcher::os_polling(home.claude().clone()).unwrap();
+    let mut child = Sleeper::spawn().unwrap();
     let pid = child.pid();
     home.write(pid, "s-poll", "idle");
     assert_eq!(
@@ -209,7 +213,7 @@ fn the_polling_watch_reports_appeared_changed_and_vanished() {
         describe(&next(&mut watcher)),
         ("changed", pid, "s-poll".into())
     );
-    child.crash();
+    child.crash().unwrap();
     assert_eq!(
         describe(&next(&mut watcher)),
         ("vanished", pid, "s-poll".into())

@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 
 use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::Discovery;
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::Sleeper;
 use claude_peer_testkit::registry::{Rewriter, Writes};
 use claude_peer_watch::{Event, Watcher};
 
-use crate::support::{Home, PATIENCE, Sleeper, live_set};
+use crate::support::{PATIENCE, WatchedHome as _, live_set};
 
 /// How long sessions are rewritten, started and ended.
 const RUN_FOR: Duration = Duration::from_secs(4);
@@ -47,7 +49,7 @@ fn writes(n: usize) -> (Writes, Duration) {
 }
 
 struct Registry {
-    home: Home,
+    home: TempHome,
     /// Sessions established (record written, process running) and not ending: the
     /// ones every scan, resolution and the watch must see live.
     stable: Arc<Mutex<BTreeMap<u32, String>>>,
@@ -57,7 +59,7 @@ struct Registry {
 
 impl Registry {
     fn start(&mut self) -> Running {
-        let child = Sleeper::spawn();
+        let child = Sleeper::spawn().unwrap();
         let pid = child.pid();
         let id = format!("stress-{}", self.started);
         let (how, pause) = writes(self.started);
@@ -66,9 +68,9 @@ impl Registry {
             self.home.body(pid, &id, "idle"),
             self.home.body(pid, &id, "busy"),
         ];
-        fs::write(self.home.file(pid), &bodies[0]).unwrap();
+        fs::write(self.home.record_path(pid), &bodies[0]).unwrap();
         self.stable.lock().unwrap().insert(pid, id.clone());
-        let writer = Rewriter::start(self.home.file(pid), bodies, how, pause);
+        let writer = Rewriter::start(self.home.record_path(pid), bodies, how, pause);
         Running {
             key: (pid, id),
             child,
@@ -82,9 +84,9 @@ impl Registry {
         self.stable.lock().unwrap().remove(&session.key.0);
         self.rewrites += session.writer.stop();
         if !crash {
-            fs::remove_file(self.home.file(session.key.0)).unwrap();
+            fs::remove_file(self.home.record_path(session.key.0)).unwrap();
         }
-        session.child.crash();
+        session.child.crash().unwrap();
         session.key
     }
 }
@@ -172,7 +174,7 @@ fn watcher(
 #[test]
 fn scans_resolutions_and_the_watch_never_flicker_under_in_place_rewrites() {
     let mut registry = Registry {
-        home: Home::new(),
+        home: TempHome::new().unwrap(),
         stable: Arc::new(Mutex::new(BTreeMap::new())),
         rewrites: 0,
         started: 0,
@@ -182,7 +184,7 @@ fn scans_resolutions_and_the_watch_never_flicker_under_in_place_rewrites() {
     let (ready_tx, ready) = std::sync::mpsc::channel();
     let watch = {
         let (home, stable, stop) = (
-            registry.home.claude.clone(),
+            registry.home.claude().clone(),
             registry.stable.clone(),
             stop.clone(),
         );
@@ -191,7 +193,7 @@ fn scans_resolutions_and_the_watch_never_flicker_under_in_place_rewrites() {
     ready.recv().unwrap();
     let scan = {
         let (home, stable, stop) = (
-            registry.home.claude.clone(),
+            registry.home.claude().clone(),
             registry.stable.clone(),
             stop.clone(),
         );

@@ -137,7 +137,8 @@ mod tests {
     use std::fs;
 
     use claude_peer_resolve::{Discovery, Scope};
-    use claude_peer_testkit::registry::{Children, Machine, Registry};
+    use claude_peer_testkit::process::Children;
+    use claude_peer_testkit::registry::{Machine, Registry};
 
     use super::json_list;
     use crate::json::SessionJson;

@@ -4,7 +4,6 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -13,10 +12,12 @@ use claude_peer_deliver::{Courier, Relay, Target};
 use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::RefusalKind;
 use claude_peer_sender::ClaudeRelay;
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::{Sleeper, shell_script};
 use serde_json::Value;
 
 use crate::receiver::{Receiver, claude, parsed, wait_for};
-use crate::support::{Home, Sleeper};
+use crate::support::CommandHome as _;
 
 /// Every kind of awkward byte a message can hold, padded to exactly 64 KiB.
 fn awkward_message() -> String {
@@ -211,16 +212,13 @@ fn the_hook_blocks_the_call_when_the_session_changed_after_the_last_check() {
 
 /// Writes an executable stand-in for `claude`.
 fn fake_claude(dir: &Path, body: &str) -> PathBuf {
-    let path = dir.join("claude");
-    fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    shell_script(dir.join("claude"), body).unwrap()
 }
 
 /// `send SESSION --message MESSAGE` in `home`, whose user settings accept messages,
 /// with the Claude Code at `claude` and its private home in a temporary cache.
 fn send_in(
-    home: &Home,
+    home: &TempHome,
     session: &str,
     message: &str,
     claude: &Path,
@@ -258,8 +256,8 @@ fn send_in(
 /// A live target (a `sleep` with a record and a real socket) and a `send` to it with
 /// the Claude Code at `claude`.
 fn send_with(claude: &Path, timeout: &str) -> (i32, Value, String) {
-    let mut home = Home::new();
-    let child = Sleeper::spawn();
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
     home.live_record(&child, "s-target", "reviewer", "idle", true);
     let result = send_in(&home, "s-target", "hi", claude, timeout);
     drop(child);
@@ -325,7 +323,7 @@ fn a_missing_claude_is_an_error_naming_the_flag_or_path() {
             .contains("/nonexistent/claude")
     );
 
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
         .arg("--home")
         .arg(home.root())
@@ -345,8 +343,8 @@ fn a_missing_claude_is_an_error_naming_the_flag_or_path() {
 
 #[test]
 fn a_stale_socket_fails_the_delivery_in_claude_codes_words() {
-    let mut home = Home::new();
-    let child = Sleeper::spawn();
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
     home.live_record(&child, "s-stale", "stale", "idle", false);
     // A socket file nobody listens on any more, as a restarted listener leaves behind.
     let socket = home.root().join("stale.sock");

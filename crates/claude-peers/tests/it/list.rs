@@ -1,10 +1,13 @@
 //! `list` and `show`, human and JSON, on empty, live and leftover registries.
 
-use crate::support::{Home, Sleeper, assert_aligned, redact_json};
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::Sleeper;
+
+use crate::support::{CommandHome as _, assert_aligned, redact_json};
 
 #[test]
 fn a_machine_without_sessions_says_so_plainly() {
-    let home = Home::empty();
+    let home = TempHome::without_registry().unwrap();
     let out = home.run(&["list"]);
     assert_eq!(out.status.code(), Some(0));
     let text = home.redact(&String::from_utf8(out.stdout).unwrap(), &[]);
@@ -12,16 +15,16 @@ fn a_machine_without_sessions_says_so_plainly() {
     let (code, json, _) = home.json(&["list"]);
     assert_eq!((code, json), (0, serde_json::json!([])));
 
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     let out = home.run(&["list"]);
     let text = home.redact(&String::from_utf8(out.stdout).unwrap(), &[]);
     insta::assert_snapshot!(text, @"No live Claude Code sessions (registry: [HOME]/sessions).");
 }
 
 /// Two live sessions (one addressable), a crashed leftover and a rejected name.
-fn busy_home() -> (Home, Sleeper, Sleeper) {
-    let mut home = Home::new();
-    let (reviewer, builder) = (Sleeper::spawn(), Sleeper::spawn());
+fn busy_home() -> (TempHome, Sleeper, Sleeper) {
+    let mut home = TempHome::new().unwrap();
+    let (reviewer, builder) = (Sleeper::spawn().unwrap(), Sleeper::spawn().unwrap());
     home.live_record(
         &reviewer,
         "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57",
@@ -37,7 +40,7 @@ fn busy_home() -> (Home, Sleeper, Sleeper) {
         false,
     );
     home.copy_fixture("2.1.332-crashed", "3839.json");
-    home.write("007.json", "{}");
+    home.write_entry("007.json", "{}").unwrap();
     (home, reviewer, builder)
 }
 
@@ -181,7 +184,7 @@ fn show_finds_a_session_by_id_or_name_and_prints_it_in_full() {
 
 #[test]
 fn show_of_a_former_or_shared_name_explains_itself() {
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     home.copy_fixture("2.1.332-renamed", "9959.json");
     let (code, json, stderr) = home.json(&["show", "nobody"]);
     assert_eq!(code, 1);
@@ -193,8 +196,8 @@ fn show_of_a_former_or_shared_name_explains_itself() {
     assert_eq!(json["liveness"], "gone");
     assert_eq!(json["former_names"][0]["name"], "reviewer");
 
-    let mut home = Home::new();
-    let (x, y) = (Sleeper::spawn(), Sleeper::spawn());
+    let mut home = TempHome::new().unwrap();
+    let (x, y) = (Sleeper::spawn().unwrap(), Sleeper::spawn().unwrap());
     home.live_record(&x, "s-x", "twin", "idle", true);
     home.live_record(&y, "s-y", "twin", "idle", true);
     let (code, json, _) = home.json(&["show", "twin"]);
@@ -205,7 +208,7 @@ fn show_of_a_former_or_shared_name_explains_itself() {
 #[test]
 fn a_registry_writable_by_others_is_warned_about_on_stderr_only() {
     use std::os::unix::fs::PermissionsExt;
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     std::fs::set_permissions(home.sessions(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let (code, json, stderr) = home.json(&["list"]);
     assert_eq!((code, json), (0, serde_json::json!([])));
@@ -214,7 +217,7 @@ fn a_registry_writable_by_others_is_warned_about_on_stderr_only() {
 
 #[test]
 fn usage_errors_exit_2_and_help_documents_the_exit_codes() {
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     assert_eq!(home.run(&["frobnicate"]).status.code(), Some(2));
     assert_eq!(
         home.run(&["settings", "set", "sometimes"]).status.code(),
@@ -234,7 +237,7 @@ fn usage_errors_exit_2_and_help_documents_the_exit_codes() {
 
 #[test]
 fn completions_are_generated_for_bash_zsh_and_fish() {
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     for shell in ["bash", "zsh", "fish"] {
         let out = home.run(&["completions", shell]);
         assert_eq!(out.status.code(), Some(0));
@@ -248,7 +251,7 @@ fn completions_are_generated_for_bash_zsh_and_fish() {
 
 #[test]
 fn a_registry_that_cannot_be_listed_exits_1_naming_it() {
-    let home = Home::empty();
+    let home = TempHome::without_registry().unwrap();
     std::fs::write(home.root().join("sessions"), "not a directory").unwrap();
     let (code, json, stderr) = home.json(&["list"]);
     assert_eq!(code, 1, "{stderr}");

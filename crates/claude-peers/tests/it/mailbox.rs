@@ -1,15 +1,15 @@
 //! `claude-peers mailbox` with real Claude Code: one long-lived sender, live receivers
 //! in tmux whose fake models can reply or take their time, every later outcome.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver as Lines};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use claude_peer_sender::endpoint::Reply;
+use claude_peer_testkit::lines::Lines;
 use serde_json::{Value, json};
 
 use crate::receiver::{Receiver, claude, set_policy, wait_for};
@@ -18,7 +18,7 @@ use crate::receiver::{Receiver, claude, set_policy, wait_for};
 struct MailboxProcess {
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Lines<Value>,
+    lines: Lines,
     cache: tempfile::TempDir,
 }
 
@@ -44,18 +44,7 @@ impl MailboxProcess {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let line = line.unwrap();
-                let value = serde_json::from_str(&line)
-                    .unwrap_or_else(|err| panic!("not JSON ({err}): {line}"));
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
+        let lines = Lines::stdout(&mut child).unwrap();
         let stdin = child.stdin.take();
         Self {
             child,
@@ -79,25 +68,20 @@ impl MailboxProcess {
     /// The next event, failing the test when none comes within `limit`.
     fn next(&self, limit: Duration) -> Value {
         self.lines
-            .recv_timeout(limit)
-            .unwrap_or_else(|_| panic!("no event within {limit:?}"))
+            .next_json(limit)
+            .unwrap_or_else(|err| panic!("no event: {err}"))
     }
 
     /// Events until one satisfies `wanted` (returned last), within `limit`.
     fn until(&self, limit: Duration, wanted: impl Fn(&Value) -> bool) -> Vec<Value> {
-        let deadline = Instant::now() + limit;
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let event = self.lines.recv_timeout(left).unwrap_or_else(|_| {
-                panic!("the wanted event did not come within {limit:?}; seen {seen:#?}")
-            });
-            let done = wanted(&event);
-            seen.push(event);
-            if done {
-                return seen;
-            }
-        }
+        self.lines
+            .until_json(limit, wanted)
+            .unwrap_or_else(|unmet| {
+                panic!(
+                    "the wanted event did not come ({}); seen {:#?}",
+                    unmet.error, unmet.seen
+                )
+            })
     }
 
     /// The sender's directory of records, in its private home.

@@ -22,7 +22,10 @@ use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::support::{Home, Sleeper};
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::{Sleeper, shell_script};
+
+use crate::support::CommandHome as _;
 
 /// The client side: forwards each `notifications/resources/updated` to the test.
 #[derive(Debug, Clone)]
@@ -176,21 +179,21 @@ fn structured(result: &CallToolResult) -> Value {
 }
 
 /// A home with two live addressable sessions, one crashed and one not addressable.
-fn registry() -> (Home, Vec<Sleeper>) {
-    let mut home = Home::new();
-    let children: Vec<Sleeper> = (0..4).map(|_| Sleeper::spawn()).collect();
+fn registry() -> (TempHome, Vec<Sleeper>) {
+    let mut home = TempHome::new().unwrap();
+    let children: Vec<Sleeper> = (0..4).map(|_| Sleeper::spawn().unwrap()).collect();
     home.live_record(&children[0], "s-reviewer", "reviewer", "idle", true);
     home.live_record(&children[1], "s-builder", "builder", "busy", true);
     home.live_record(&children[2], "s-crashed", "crashed", "idle", true);
     home.live_record(&children[3], "s-mute", "mute", "idle", false);
     let mut children = children;
-    children[2].crash();
+    children[2].crash().unwrap();
     (home, children)
 }
 
 #[test]
 fn the_tools_and_the_resource_are_what_a_client_sees_with_schemas_and_one_line_descriptions() {
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     let mcp = Mcp::start(home.root(), &[]);
 
     let info = mcp
@@ -300,7 +303,7 @@ fn show_session_is_show_json_by_id_or_name_and_refuses_what_show_refuses() {
     assert_eq!(missing, home.json(&["show", "nobody"]).1);
     assert_eq!(missing["error"], "not_found");
 
-    let twin = Sleeper::spawn();
+    let twin = Sleeper::spawn().unwrap();
     home.live_record(&twin, "s-twin", "reviewer", "idle", true);
     let shared = mcp.tool_error("show_session", json!({"session": "reviewer"}));
     assert_eq!(shared["refusal"], "identity_mismatch");
@@ -315,7 +318,7 @@ fn show_session_is_show_json_by_id_or_name_and_refuses_what_show_refuses() {
 
 #[test]
 fn inbound_policy_is_settings_effective_and_a_relative_cwd_is_refused_by_name() {
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     let project = home.root().join("project");
     fs::create_dir_all(project.join(".claude")).unwrap();
     fs::write(
@@ -352,22 +355,17 @@ fn inbound_policy_is_settings_effective_and_a_relative_cwd_is_refused_by_name() 
 
 /// Writes an executable stand-in for `claude` that fails as a sender.
 fn failing_claude(dir: &Path) -> OsString {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join("claude");
-    fs::write(
-        &path,
-        "#!/bin/sh\nread line; echo 'sender crashed' >&2; exit 1\n",
-    )
-    .unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-    path.into_os_string()
+    let body = "read line; echo 'sender crashed' >&2; exit 1";
+    shell_script(dir.join("claude"), body)
+        .unwrap()
+        .into_os_string()
 }
 
 #[test]
 fn send_message_refuses_as_send_does_and_no_tool_touches_the_settings() {
     let (mut home, _children) = registry();
     // Two live processes claim one session id.
-    let (one, two) = (Sleeper::spawn(), Sleeper::spawn());
+    let (one, two) = (Sleeper::spawn().unwrap(), Sleeper::spawn().unwrap());
     home.live_record(&one, "s-double", "double-a", "idle", true);
     home.live_record(&two, "s-double", "double-b", "idle", true);
     let settings = home.root().join("settings.json");
@@ -543,7 +541,7 @@ fn on_the_wire_unknown_methods_and_malformed_requests_get_errors_and_stdout_hold
 
 #[test]
 fn a_subscriber_hears_a_session_appear_change_and_vanish() {
-    let mut home = Home::new();
+    let mut home = TempHome::new().unwrap();
     let mut mcp = Mcp::start(home.root(), &[]);
     let subscribe = SubscribeRequestParams::new("claude-peers://sessions");
     mcp.runtime
@@ -551,11 +549,11 @@ fn a_subscriber_hears_a_session_appear_change_and_vanish() {
         .unwrap();
     assert_eq!(mcp.read_sessions(), json!([]));
 
-    let mut child = Sleeper::spawn();
+    let mut child = Sleeper::spawn().unwrap();
     home.live_record(&child, "s-new", "newcomer", "idle", true);
     mcp.until_announced("appeared", |list| list[0]["session_id"] == "s-new");
     home.live_record(&child, "s-new", "newcomer", "busy", true);
     mcp.until_announced("changed", |list| list[0]["status"] == "busy");
-    child.crash();
+    child.crash().unwrap();
     mcp.until_announced("vanished", |list| list == &json!([]));
 }

@@ -1,11 +1,14 @@
 //! `resolve`: success and every refusal, with exit codes.
 
-use crate::support::{Home, Sleeper, redact_json};
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::Sleeper;
+
+use crate::support::{CommandHome as _, redact_json};
 
 #[test]
 fn a_live_addressable_session_resolves_with_exit_0_and_the_session_object() {
-    let mut home = Home::new();
-    let child = Sleeper::spawn();
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
     home.live_record(&child, "s-live", "reviewer", "idle", true);
     let (code, mut json, _) = home.json(&["resolve", "s-live"]);
     assert_eq!(code, 0);
@@ -19,14 +22,18 @@ fn a_live_addressable_session_resolves_with_exit_0_and_the_session_object() {
 
 #[test]
 fn every_refusal_exits_3_with_its_stable_name() {
-    let mut home = Home::new();
-    let (twin_a, twin_b, mute) = (Sleeper::spawn(), Sleeper::spawn(), Sleeper::spawn());
-    let mut crashed = Sleeper::spawn();
+    let mut home = TempHome::new().unwrap();
+    let (twin_a, twin_b, mute) = (
+        Sleeper::spawn().unwrap(),
+        Sleeper::spawn().unwrap(),
+        Sleeper::spawn().unwrap(),
+    );
+    let mut crashed = Sleeper::spawn().unwrap();
     home.live_record(&twin_a, "s-a", "twin", "idle", true);
     home.live_record(&twin_b, "s-b", "twin", "busy", true);
     home.live_record(&mute, "s-mute", "mute", "idle", false);
     home.live_record(&crashed, "s-crashed", "gone-soon", "idle", true);
-    crashed.crash();
+    crashed.crash().unwrap();
     let pids = [twin_a.pid(), twin_b.pid(), mute.pid(), crashed.pid()];
     let cases = [
         ("s-crashed", "not_live"),

@@ -2,29 +2,28 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::support::{Home, Sleeper, redact_json};
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::{Sleeper, shell_script};
+
+use crate::support::{CommandHome as _, redact_json};
 
 /// Writes an executable `#!/bin/sh` script.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let path = dir.join(name);
-    fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    shell_script(dir.join(name), body).unwrap()
 }
 
 struct Setup {
-    home: Home,
+    home: TempHome,
     child: Sleeper,
     scripts: tempfile::TempDir,
 }
 
 fn setup(policy: Option<&str>) -> Setup {
-    let mut home = Home::new();
-    let child = Sleeper::spawn();
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
     home.live_record(&child, "s-target", "reviewer", "idle", true);
     if let Some(policy) = policy {
         fs::write(
@@ -151,7 +150,7 @@ fn refusals_exit_3_and_never_start_the_relay() {
         "mark.sh",
         &format!("touch {}; echo '{{\"sent\":true}}'", s.marker().display()),
     );
-    s.child.crash();
+    s.child.crash().unwrap();
     let (code, json, _) = s.send(&["--message", "hi"], &relay, None);
     assert_eq!((code, json["refusal"].as_str()), (3, Some("not_live")));
     assert!(!s.marker().exists(), "the relay never ran");

@@ -2,11 +2,13 @@
 
 use std::fs;
 
-use crate::support::{Home, redact_json};
+use claude_peer_testkit::home::TempHome;
+
+use crate::support::{CommandHome as _, redact_json};
 
 #[test]
 fn settings_read_set_and_reset_keep_every_other_byte() {
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     let original = "{\n    \"theme\": \"dark\",\n    \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n    \"n\": 1.0e3\n}";
     fs::write(home.root().join("settings.json"), original).unwrap();
     let (code, before, _) = home.json(&["settings"]);
@@ -43,7 +45,7 @@ fn settings_read_set_and_reset_keep_every_other_byte() {
 
 #[test]
 fn a_stale_revision_is_a_conflict_with_exit_4_and_nothing_written() {
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     fs::write(home.root().join("settings.json"), "{}").unwrap();
     let (_, before, _) = home.json(&["settings"]);
     fs::write(home.root().join("settings.json"), "{\"theme\":\"light\"}").unwrap();
@@ -61,7 +63,7 @@ fn a_stale_revision_is_a_conflict_with_exit_4_and_nothing_written() {
 
 #[test]
 fn an_invalid_settings_file_exits_1_naming_the_path_and_stays_untouched() {
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     for bad in ["{\"theme\": ", "[1, 2]"] {
         fs::write(home.root().join("settings.json"), bad).unwrap();
         for args in [&["settings"][..], &["settings", "set", "refuse"][..]] {
@@ -83,7 +85,7 @@ fn an_invalid_settings_file_exits_1_naming_the_path_and_stays_untouched() {
 
 #[test]
 fn effective_reports_every_layer_and_that_a_settings_flag_cannot_be_seen() {
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     let project = tempfile::tempdir().unwrap();
     fs::create_dir_all(project.path().join(".claude")).unwrap();
     fs::write(
@@ -124,7 +126,7 @@ fn effective_reports_every_layer_and_that_a_settings_flag_cannot_be_seen() {
 
 #[test]
 fn an_invalid_policy_value_is_an_error_to_read_and_a_valid_set_repairs_it() {
-    let home = Home::new();
+    let home = TempHome::new().unwrap();
     let bad = "{\"crossSessionInbound\": \"sometimes\", \"theme\": \"dark\"}";
     fs::write(home.root().join("settings.json"), bad).unwrap();
     let (code, json, _) = home.json(&["settings"]);

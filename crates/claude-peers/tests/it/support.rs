@@ -1,49 +1,14 @@
-//! A temporary Claude home, live children, and running the binary.
+//! Running the binary in a temporary home, the records its tests write there, and
+//! redacting what differs between runs.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::path::Path;
+use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub(crate) const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../fixtures/claude-code-real"
-);
-
-/// A `sleep` child killed and reaped when dropped.
-pub(crate) struct Sleeper(pub(crate) Child);
-
-impl Sleeper {
-    pub(crate) fn spawn() -> Self {
-        Self(Command::new("sleep").arg("600").spawn().unwrap())
-    }
-
-    pub(crate) fn pid(&self) -> u32 {
-        self.0.id()
-    }
-
-    /// Kills and reaps the child, leaving its record behind as a crash would.
-    pub(crate) fn crash(&mut self) {
-        self.0.kill().unwrap();
-        self.0.wait().unwrap();
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Field 22 of `/proc/<pid>/stat`.
-pub(crate) fn start_token(pid: u32) -> String {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after = &text[text.rfind(')').unwrap() + 1..];
-    after.split_whitespace().nth(19).unwrap().to_owned()
-}
+use claude_peer_testkit::fixtures::REAL_RECORDS;
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::{Sleeper, proc_start};
 
 pub(crate) fn now_ms() -> u64 {
     u64::try_from(
@@ -55,53 +20,33 @@ pub(crate) fn now_ms() -> u64 {
     .unwrap()
 }
 
-/// A Claude home in a temporary directory, with a 0700 registry.
-pub(crate) struct Home {
-    pub(crate) dir: tempfile::TempDir,
-    listeners: Vec<UnixListener>,
+/// What the command's tests do with a temporary home: write records shaped as the
+/// listing shows them, copy real ones, run the built binary in it and redact its output.
+pub(crate) trait CommandHome {
+    /// Writes a record for the live `child` with its true start token; `addressable`
+    /// gives it a listening socket.
+    fn live_record(
+        &mut self,
+        child: &Sleeper,
+        session: &str,
+        name: &str,
+        status: &str,
+        addressable: bool,
+    );
+    /// Copies a real record from the fixtures (its pid is dead here).
+    fn copy_fixture(&self, folder: &str, file: &str);
+    /// Runs the binary with `--home` this home.
+    fn run(&self, args: &[&str]) -> Output;
+    /// Runs with `--json` and parses stdout, checking it holds exactly one JSON value.
+    fn json(&self, args: &[&str]) -> (i32, serde_json::Value, String);
+    /// Human output with the home path, pids and clock-dependent bits replaced. Column
+    /// padding depends on pid widths, so runs of spaces become two (alignment is checked
+    /// on its own by [`assert_aligned`]).
+    fn redact(&self, text: &str, pids: &[u32]) -> String;
 }
 
-impl Home {
-    pub(crate) fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let home = Self {
-            dir,
-            listeners: Vec::new(),
-        };
-        fs::create_dir_all(home.sessions()).unwrap();
-        fs::set_permissions(home.sessions(), fs::Permissions::from_mode(0o700)).unwrap();
-        home
-    }
-
-    /// A home with no registry at all.
-    pub(crate) fn empty() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-            listeners: Vec::new(),
-        }
-    }
-
-    pub(crate) fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    pub(crate) fn sessions(&self) -> PathBuf {
-        self.root().join("sessions")
-    }
-
-    /// A listening socket in the home's `socks/` directory, kept open.
-    pub(crate) fn socket(&mut self, pid: u32) -> PathBuf {
-        let dir = self.root().join("socks");
-        fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("{pid}.sock"));
-        if !path.exists() {
-            self.listeners.push(UnixListener::bind(&path).unwrap());
-        }
-        path
-    }
-
-    /// Writes a record for the live `child` with its true start token.
-    pub(crate) fn live_record(
+impl CommandHome for TempHome {
+    fn live_record(
         &mut self,
         child: &Sleeper,
         session: &str,
@@ -116,7 +61,7 @@ impl Home {
             // Inside the temporary home, so no real project settings can apply.
             "cwd": self.root().join("project").to_str().unwrap(),
             "startedAt": now_ms() - 3_600_000,
-            "procStart": start_token(pid),
+            "procStart": proc_start(pid).unwrap(),
             "version": "2.1.332",
             "peerProtocol": 1,
             "peerFeatures": ["notify_idle"],
@@ -130,25 +75,23 @@ impl Home {
             "statusUpdatedAt": now_ms() - 200_000,
         });
         if addressable {
-            record["messagingSocketPath"] = self.socket(pid).to_str().unwrap().into();
+            record["messagingSocketPath"] = self.socket(pid).unwrap().to_str().unwrap().into();
         }
-        self.write(&format!("{pid}.json"), &record.to_string());
+        self.write_record(pid, record.to_string()).unwrap();
     }
 
-    pub(crate) fn write(&self, name: &str, body: &str) {
-        fs::write(self.sessions().join(name), body).unwrap();
-    }
-
-    /// Copies a real record from the fixtures (its pid is dead here).
-    pub(crate) fn copy_fixture(&self, folder: &str, file: &str) {
+    fn copy_fixture(&self, folder: &str, file: &str) {
         fs::copy(
-            format!("{FIXTURES}/{folder}/sessions/{file}"),
+            Path::new(REAL_RECORDS)
+                .join(folder)
+                .join("sessions")
+                .join(file),
             self.sessions().join(file),
         )
         .unwrap();
     }
 
-    pub(crate) fn run(&self, args: &[&str]) -> Output {
+    fn run(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_claude-peers"))
             .arg("--home")
             .arg(self.root())
@@ -159,8 +102,7 @@ impl Home {
             .unwrap()
     }
 
-    /// Runs with `--json` and parses stdout, checking it holds exactly one JSON value.
-    pub(crate) fn json(&self, args: &[&str]) -> (i32, serde_json::Value, String) {
+    fn json(&self, args: &[&str]) -> (i32, serde_json::Value, String) {
         let mut all = vec!["--json"];
         all.extend(args);
         let out = self.run(&all);
@@ -174,10 +116,7 @@ impl Home {
         )
     }
 
-    /// Human output with the home path, pids and clock-dependent bits replaced. Column
-    /// padding depends on pid widths, so runs of spaces become two (alignment is checked
-    /// on its own by [`assert_aligned`]).
-    pub(crate) fn redact(&self, text: &str, pids: &[u32]) -> String {
+    fn redact(&self, text: &str, pids: &[u32]) -> String {
         let mut text = text.replace(self.root().to_str().unwrap(), "[HOME]");
         for (i, pid) in pids.iter().enumerate() {
             text = text.replace(&pid.to_string(), &format!("[PID{i}]"));

@@ -1,11 +1,13 @@
 //! `watch`, end to end: appeared, changed, vanished, and a clean end.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::support::{Home, Sleeper};
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::lines::Lines;
+use claude_peer_testkit::process::{Sleeper, within};
+
+use crate::support::CommandHome as _;
 
 /// A bound on waiting for an event, so a broken watch fails instead of hanging.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -14,15 +16,15 @@ const PATIENCE: Duration = Duration::from_secs(20);
 struct Watch {
     /// `None` once `stop` has taken it to wait for its exit.
     child: Option<Child>,
-    lines: mpsc::Receiver<String>,
+    lines: Lines,
 }
 
 impl Watch {
-    fn start(home: &Home) -> Self {
+    fn start(home: &TempHome) -> Self {
         Self::start_with(home, &[])
     }
 
-    fn start_with(home: &Home, extra: &[&str]) -> Self {
+    fn start_with(home: &TempHome, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
             .args(["--json", "watch", "--home"])
             .arg(home.root())
@@ -31,15 +33,7 @@ impl Watch {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                if tx.send(line.unwrap()).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = Lines::stdout(&mut child).unwrap();
         Self {
             child: Some(child),
             lines,
@@ -47,8 +41,9 @@ impl Watch {
     }
 
     fn next(&self) -> serde_json::Value {
-        let line = self.lines.recv_timeout(PATIENCE).expect("an event line");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("a JSON line ({e}): {line}"))
+        self.lines
+            .next_json(PATIENCE)
+            .unwrap_or_else(|e| panic!("an event line: {e}"))
     }
 
     /// Sends `signal` and waits for the exit; the lines still in flight are returned.
@@ -56,14 +51,10 @@ impl Watch {
         let mut child = self.child.take().unwrap();
         let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
         rustix::process::kill_process(pid, signal).unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || tx.send(child.wait()));
-        let status = rx
-            .recv_timeout(PATIENCE)
+        let status = within(PATIENCE, move || child.wait())
             .expect("watch ends on the signal")
             .unwrap();
-        let rest = std::iter::from_fn(|| self.lines.recv_timeout(PATIENCE).ok()).collect();
-        (status, rest)
+        (status, self.lines.rest(PATIENCE))
     }
 }
 
@@ -78,10 +69,10 @@ impl Drop for Watch {
 
 #[test]
 fn a_record_appearing_changing_and_its_process_dying_are_three_events_in_order() {
-    let mut home = Home::new();
+    let mut home = TempHome::new().unwrap();
     let watch = Watch::start(&home);
 
-    let mut child = Sleeper::spawn();
+    let mut child = Sleeper::spawn().unwrap();
     home.live_record(&child, "s-watch", "watched", "idle", true);
     let appeared = watch.next();
     assert_eq!(appeared["event"], "appeared");
@@ -93,7 +84,7 @@ fn a_record_appearing_changing_and_its_process_dying_are_three_events_in_order()
     assert_eq!(changed["event"], "changed");
     assert_eq!(changed["session"]["status"], "busy");
 
-    child.crash();
+    child.crash().unwrap();
     let vanished = watch.next();
     assert_eq!(vanished["event"], "vanished");
     assert_eq!(vanished["session"]["session_id"], "s-watch");
@@ -101,7 +92,7 @@ fn a_record_appearing_changing_and_its_process_dying_are_three_events_in_order()
 
 #[test]
 fn watch_ends_cleanly_when_its_reader_goes_away() {
-    let home = Home::empty();
+    let home = TempHome::without_registry().unwrap();
     let mut watch = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
         .args(["--json", "watch", "--home"])
         .arg(home.root())
@@ -110,10 +101,7 @@ fn watch_ends_cleanly_when_its_reader_goes_away() {
         .spawn()
         .unwrap();
     drop(watch.stdout.take());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || tx.send(watch.wait_with_output().unwrap()));
-    let output = rx
-        .recv_timeout(PATIENCE)
+    let output = within(PATIENCE, move || watch.wait_with_output().unwrap())
         .expect("watch exits once stdout is closed");
     assert_eq!(
         output.status.code(),
@@ -129,10 +117,10 @@ fn watch_ends_cleanly_when_its_reader_goes_away() {
 
 #[test]
 fn watch_follows_a_registry_created_after_it_started() {
-    let mut home = Home::empty();
+    let mut home = TempHome::without_registry().unwrap();
     let watch = Watch::start(&home);
     std::fs::create_dir(home.root().join("sessions")).unwrap();
-    let child = Sleeper::spawn();
+    let child = Sleeper::spawn().unwrap();
     home.live_record(&child, "s-late", "late", "idle", false);
     let event = watch.next();
     assert_eq!(event["event"], "appeared");
@@ -142,8 +130,8 @@ fn watch_follows_a_registry_created_after_it_started() {
 #[test]
 fn sigint_and_sigterm_end_watch_at_once_with_every_line_whole() {
     for signal in [rustix::process::Signal::INT, rustix::process::Signal::TERM] {
-        let mut home = Home::new();
-        let child = Sleeper::spawn();
+        let mut home = TempHome::new().unwrap();
+        let child = Sleeper::spawn().unwrap();
         home.live_record(&child, "s-signal", "signalled", "idle", false);
         let watch = Watch::start(&home);
         assert_eq!(watch.next()["event"], "appeared");
@@ -159,9 +147,9 @@ fn sigint_and_sigterm_end_watch_at_once_with_every_line_whole() {
 
 #[test]
 fn the_polling_fallback_reports_the_same_events() {
-    let mut home = Home::new();
+    let mut home = TempHome::new().unwrap();
     let watch = Watch::start_with(&home, &["--poll"]);
-    let mut child = Sleeper::spawn();
+    let mut child = Sleeper::spawn().unwrap();
     home.live_record(&child, "s-poll", "polled", "idle", false);
     assert_eq!(watch.next()["event"], "appeared");
     home.live_record(&child, "s-poll", "polled", "waiting", false);
@@ -173,6 +161,6 @@ fn the_polling_fallback_reports_the_same_events() {
         ),
         (Some("changed"), Some("waiting"))
     );
-    child.crash();
+    child.crash().unwrap();
     assert_eq!(watch.next()["event"], "vanished");
 }
