@@ -59,7 +59,6 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod bounded;
 pub mod child;
 mod courier;
 mod error;

@@ -55,6 +55,7 @@ use claude_peer_registry::{Pid, ProcessFacts, Signal};
 mod fs;
 mod notify;
 mod process;
+pub mod stream;
 
 pub use fs::{BoundedFile, BoundedRead, FileStatus, Links, Opens, OsRegistryFs, ReadError};
 pub use notify::OsNotifier;

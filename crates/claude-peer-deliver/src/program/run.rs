@@ -12,8 +12,8 @@ use rustix::process::{Pid as RawPid, PidfdFlags, pidfd_open};
 
 use super::STDERR_TAIL_BYTES;
 use super::verdict::Stdout;
-use crate::bounded::Tail;
 use crate::child::ChildGroup;
+use claude_peer_probe::stream::Tail;
 
 /// After the relay exits, how long its output pipes may stay open (held by something it
 /// left running) before what was read so far is taken as all of it.

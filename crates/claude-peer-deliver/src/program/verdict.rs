@@ -7,8 +7,8 @@ use rustix::process::Signal;
 
 use super::STDOUT_LINE_BYTES;
 use super::run::Run;
-use crate::bounded::{Line, LineBuffer, Tail};
 use crate::{Confirmation, RelayFailure};
+use claude_peer_probe::stream::{Line, LineBuffer, Tail};
 
 /// The stdout end quoted in a failure.
 const STDOUT_EXCERPT_BYTES: usize = 512;
@@ -195,7 +195,7 @@ mod tests {
         let mut lines = Stdout::default();
         lines.push(b"{\"sent\":true,\"detail\":\"");
         lines.push(&vec![b'x'; STDOUT_LINE_BYTES]);
-        assert!(lines.lines.line.is_empty(), "the overlong line is not kept");
+        assert_eq!(lines.lines.pending(), 0, "the overlong line is not kept");
         lines.push(b"\"}\n{\"sent\":true}\n");
         lines.finish();
         assert_eq!(

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use claude_peer_deliver::STDERR_TAIL_BYTES;
 use claude_peer_deliver::Target;
-use claude_peer_deliver::bounded::{self, Tail};
 use claude_peer_deliver::child::{ChildGroup, Ended};
+use claude_peer_probe::stream::{self, Tail};
 use serde_json::{Value, json};
 
 pub use home::default_sender_home;
@@ -262,12 +262,12 @@ impl Sender {
 
 /// Reads stdout lines, parsed; an overlong line is skipped. Ends with [`Line::Closed`].
 fn read_lines(stdout: impl Read, tx: &Channel<Line>) {
-    let _ = bounded::read_lines(stdout, MAX_LINE_BYTES, |line| match line {
-        bounded::Line::Whole(line) => match tx.send(Line::parse(line)) {
+    let _ = stream::read_lines(stdout, MAX_LINE_BYTES, |line| match line {
+        stream::Line::Whole(line) => match tx.send(Line::parse(line)) {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()),
         },
-        bounded::Line::Overlong => ControlFlow::Continue(()),
+        stream::Line::Overlong => ControlFlow::Continue(()),
     });
     let _ = tx.send(Line::Closed);
 }

@@ -8,7 +8,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::Duration;
 
-use claude_peer_deliver::bounded::{self, Line};
+use claude_peer_probe::stream::{self, Line};
 use claude_peer_sender::{Event, Idle, Mailbox, Waker};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -122,7 +122,7 @@ fn listen(waker: &Waker) -> Result<Receiver<Input>, Failure> {
     });
     let waker = waker.clone();
     thread::spawn(move || {
-        let _ = bounded::read_lines(io::stdin().lock(), MAX_REQUEST_BYTES, |line| {
+        let _ = stream::read_lines(io::stdin().lock(), MAX_REQUEST_BYTES, |line| {
             let request = match line {
                 Line::Whole(bytes) => {
                     String::from_utf8(bytes.to_vec()).map_err(|_| BadLine::NotUtf8)

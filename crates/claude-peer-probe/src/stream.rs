@@ -1,5 +1,6 @@
-//! Reading another program's output within fixed bounds: lines up to a limit, and the
-//! tail of a stream to quote in a failure. Memory never follows what a child prints.
+//! Reading a stream (a child's output, a growing file) within fixed bounds: lines up to a
+//! limit, and the tail of a stream to quote in a failure. Memory never follows what a
+//! writer writes.
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
@@ -19,7 +20,7 @@ pub enum Line<'a> {
 #[derive(Debug, Clone)]
 pub struct LineBuffer {
     max: usize,
-    pub(crate) line: Vec<u8>,
+    line: Vec<u8>,
     overlong: bool,
 }
 
@@ -43,6 +44,12 @@ impl LineBuffer {
             rest = &rest[end + 1..];
         }
         self.take(rest);
+    }
+
+    /// How many bytes of an unfinished line are held (none once it ran over the limit).
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.line.len()
     }
 
     /// The end of the stream: a last line without its `\n` is a line too.
