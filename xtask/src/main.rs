@@ -76,9 +76,10 @@ fn test() -> Result<(), String> {
 }
 
 /// ARCHITECTURE.md's layers, bottom-up: a crate may depend only on crates before it.
-const LAYERS: [&str; 8] = [
+const LAYERS: [&str; 9] = [
     "claude-peer-registry",
     "claude-peer-probe",
+    "claude-peer-transcript",
     "claude-peer-settings",
     "claude-peer-resolve",
     "claude-peer-watch",

@@ -48,8 +48,8 @@ pub struct Delivered {
     pub policy: EffectivePolicy,
     /// What the relay said about the send.
     pub detail: Option<String>,
-    /// What the receiver did with it, when the relay can tell.
-    pub receipt: Option<crate::Outcome>,
+    /// What the receiver did with it and how that is known, when the relay can tell.
+    pub receipt: Option<crate::Receipt>,
     /// Claude Code's id of the sent message, when the relay knows it.
     pub msg_id: Option<String>,
 }

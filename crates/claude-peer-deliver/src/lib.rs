@@ -70,7 +70,7 @@ pub use courier::{
     Courier, Delivered, Inbound, MAX_MESSAGE_BYTES, Prepared, check_message, deliver,
 };
 pub use error::Error;
-pub use outcome::Outcome;
+pub use outcome::{Basis, Outcome, Receipt};
 pub use program::{
     CommandRelay, DEFAULT_TIMEOUT, ENV_CWD, ENV_NAME, ENV_PID, ENV_SESSION_ID, ENV_SOCKET,
     STDERR_TAIL_BYTES, STDOUT_LINE_BYTES,

@@ -1,9 +1,14 @@
-//! What a receiver did with a message: the vocabulary of receipts.
+//! What a receiver did with a message, and how that is known: the vocabulary of receipts.
 
-/// What a receiver did with a message, as its notice says.
+/// What a receiver did with a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
-    /// Delivered: no notice came within the receipt window.
+    /// Given to the receiver's model: its transcript records the message's `msg_id`.
+    Read,
+    /// Taken into the receiver's queue; its model reads it after its current turn.
+    Queued,
+    /// Nothing said otherwise within the receipt window: most likely delivered, but
+    /// unconfirmed (the receiver's transcript could not be followed).
     Accepted,
     /// Held for the receiving user's approval.
     Held,
@@ -22,6 +27,8 @@ impl Outcome {
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
+            Self::Read => "read",
+            Self::Queued => "queued",
             Self::Accepted => "accepted",
             Self::Held => "held",
             Self::Released => "released",
@@ -30,4 +37,36 @@ impl Outcome {
             Self::Refused => "refused",
         }
     }
+}
+
+/// What a receipt rests on, most certain first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Basis {
+    /// The receiver's own transcript, written as it acted.
+    Transcript,
+    /// The notice the receiver sent back to the sender.
+    Notice,
+    /// Nothing: no notice came within the receipt window.
+    Silence,
+}
+
+impl Basis {
+    /// The stable wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Transcript => "transcript",
+            Self::Notice => "notice",
+            Self::Silence => "silence",
+        }
+    }
+}
+
+/// What a receiver did with one message, and what that rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Receipt {
+    /// What it did.
+    pub outcome: Outcome,
+    /// How that is known.
+    pub basis: Basis,
 }

@@ -7,7 +7,7 @@ use claude_peer_registry::{ClaudeHome, Pid};
 use claude_peer_resolve::{AddressableSession, Identity, RefusalKind};
 use serde::{Deserialize, Serialize};
 
-use crate::Outcome;
+use crate::Receipt;
 
 /// The address of the one session a message goes to, as handed to a relay.
 ///
@@ -69,9 +69,9 @@ impl Target {
 pub struct Confirmation {
     /// What the relay said about the send, if anything.
     pub detail: Option<String>,
-    /// What the receiver did with it, when the relay can tell ([`Outcome::Accepted`] or
-    /// [`Outcome::Held`]); `None` for a relay that cannot see receipts.
-    pub receipt: Option<Outcome>,
+    /// What the receiver did with it and how that is known, when the relay can tell;
+    /// `None` for a relay that cannot see receipts.
+    pub receipt: Option<Receipt>,
     /// Claude Code's id of the sent message, when the relay knows it.
     pub msg_id: Option<String>,
 }

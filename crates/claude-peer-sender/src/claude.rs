@@ -11,12 +11,17 @@ use claude_peer_resolve::RefusalKind;
 use crate::hook;
 use crate::sender::{Idle, Sender, SenderOptions};
 use crate::stream::Line;
-use claude_peer_deliver::{Confirmation, Outcome, Relay, RelayFailure, Target};
+use crate::witness::{Heard, Witness};
+use claude_peer_deliver::{Basis, Confirmation, Outcome, Receipt, Relay, RelayFailure, Target};
+use claude_peer_transcript::Fact;
 
-/// How long after the tool result a receiver's hold or refuse notice is waited for: 2 s.
-/// Claude Code sends it 0.3–0.6 s after the message arrives; a sender that exits sooner
-/// would report a held message as accepted.
+/// How long after the tool result any word from the receiver is waited for (a line of its
+/// transcript, a hold or refuse notice) before the receipt rests on silence: 2 s. Its
+/// transcript says within milliseconds; a notice comes 0.3–0.6 s after the message.
 pub const DEFAULT_RECEIPT_WINDOW: Duration = Duration::from_secs(2);
+/// How long a message seen queued (its receiver is busy) is waited for to be read before
+/// the send returns `queued`: 2 s.
+pub const DEFAULT_READ_WAIT: Duration = Duration::from_secs(2);
 
 /// A relay that sends through Claude Code's own `SendMessage`.
 ///
@@ -25,14 +30,17 @@ pub const DEFAULT_RECEIPT_WINDOW: Duration = Duration::from_secs(2);
 /// endpoint on 127.0.0.1 that answers "call `SendMessage` with exactly this" (no
 /// language model, no API key, no request leaves the machine). Two hooks guard it: the
 /// one planned call is allowed only while the target still runs the same session, and
-/// inbound items never reach the model. After the tool result, it stays through the
-/// receipt window: a hold or refusal notice comes back from the receiver, no notice
-/// means accepted.
+/// inbound items never reach the model. What the receiver did is read from its own
+/// transcript, followed from the moment of the send: `read` (its model got the message),
+/// `queued` (it is busy and will read it after its turn), `held`; or from its notice
+/// (`held`, a refusal); `accepted` on silence only when neither says anything within the
+/// receipt window.
 #[derive(Debug, Clone)]
 pub struct ClaudeRelay {
     pub(crate) options: SenderOptions,
     pub(crate) timeout: Duration,
     pub(crate) receipt_window: Duration,
+    pub(crate) read_wait: Duration,
 }
 
 impl ClaudeRelay {
@@ -44,6 +52,7 @@ impl ClaudeRelay {
             options: SenderOptions::new(claude.into(), hook),
             timeout: claude_peer_deliver::DEFAULT_TIMEOUT,
             receipt_window: DEFAULT_RECEIPT_WINDOW,
+            read_wait: DEFAULT_READ_WAIT,
         }
     }
 
@@ -68,10 +77,17 @@ impl ClaudeRelay {
         self
     }
 
-    /// How long a notice from the receiver is waited for after the tool result.
+    /// How long any word from the receiver is waited for after the tool result.
     #[must_use]
     pub const fn receipt_window(mut self, window: Duration) -> Self {
         self.receipt_window = window;
+        self
+    }
+
+    /// How long a queued message is waited for to be read; zero returns at `queued`.
+    #[must_use]
+    pub const fn read_wait(mut self, wait: Duration) -> Self {
+        self.read_wait = wait;
         self
     }
 }
@@ -81,7 +97,11 @@ impl Relay for ClaudeRelay {
         let deadline = Instant::now() + self.timeout;
         let mut sender =
             Sender::start(&self.options).map_err(|err| RelayFailure::new(err.to_string()))?;
-        let result = send_once(&mut sender, target, message, deadline, self.receipt_window);
+        let waits = Waits {
+            window: self.receipt_window,
+            read: self.read_wait,
+        };
+        let result = send_once(&mut sender, target, message, deadline, waits);
         sender.close(deadline);
         result.map_err(|failure| match failure.kind() {
             RefusalKind::DeliveryFailed => {
@@ -97,32 +117,162 @@ fn send_once(
     target: &Target,
     message: &str,
     deadline: Instant,
-    window: Duration,
+    waits: Waits,
 ) -> Result<Confirmation, RelayFailure> {
+    // From the transcript's end as it is before the send: nothing earlier counts.
+    let _witness = Witness::start(&target.home, &target.session_id, sender.wake.clone());
     let ids = sender
         .request(target, message, Idle::Ignore)
         .map_err(|err| RelayFailure::new(err.to_string()))?;
-    let msg_id = await_result(sender, &ids.send, deadline, TurnEnd::Fails, |_| {})?;
-    let recipient = format!("uds:{}", target.socket.display());
-    let until = (Instant::now() + window).min(deadline);
+    let mut early = Vec::new();
+    let msg_id = await_result(sender, &ids.send, deadline, TurnEnd::Fails, |line| {
+        early.push(line);
+    })?;
+    let sent = Sent {
+        msg_id: msg_id.as_deref(),
+        from: sender.socket().map(|socket| format!("uds:{socket}")),
+        recipient: format!("uds:{}", target.socket.display()),
+        message,
+    };
+    let mut decision = Decision::new(waits, deadline);
+    let mut lines = early.into_iter();
     loop {
-        let left = until.saturating_duration_since(Instant::now());
-        match sender.lines.recv_timeout(left) {
-            Ok(Line::Tally(tally)) if tally.recipient == recipient => {
-                return settle(tally.outcome, msg_id);
-            }
-            // No notice within the window: the receiver took it.
-            Err(RecvTimeoutError::Timeout) => return Ok(confirmation(Outcome::Accepted, msg_id)),
-            // Sent, but the sender ended before it could hear back: what the receiver
-            // did is unknown.
+        let line = match lines.next() {
+            Some(line) => Ok(line),
+            None => sender
+                .lines
+                .recv_timeout(decision.until().saturating_duration_since(Instant::now())),
+        };
+        let decided = match line {
             Ok(Line::Closed) | Err(RecvTimeoutError::Disconnected) => {
-                return Ok(Confirmation {
-                    msg_id,
-                    ..Confirmation::default()
-                });
+                // Sent, but the sender ended before it could hear back.
+                Some(decision.ended())
             }
-            Ok(_) => {}
+            Ok(line) => decision.hear(&sent, line),
+            Err(RecvTimeoutError::Timeout) => decision.waited(Instant::now()),
+        };
+        if let Some(receipt) = decided {
+            return settle(receipt, msg_id);
         }
+    }
+}
+
+/// How long a one-shot send waits for the receiver's word.
+#[derive(Debug, Clone, Copy)]
+struct Waits {
+    /// For anything at all (a transcript line, a notice) before the receipt rests on
+    /// silence.
+    window: Duration,
+    /// For `read` once the message is known to be queued.
+    read: Duration,
+}
+
+/// What was sent, to recognise it in the receiver's transcript and notices.
+struct Sent<'a> {
+    msg_id: Option<&'a str>,
+    /// The sender's own address, `uds:<socket>`, as the receiver names it.
+    from: Option<String>,
+    /// The receiver's address, as notices name it.
+    recipient: String,
+    message: &'a str,
+}
+
+impl Sent<'_> {
+    fn is_from_us(&self, from: &str) -> bool {
+        self.from.as_deref() == Some(from)
+    }
+}
+
+/// The receipt of one send, decided from what is heard, or from silence.
+#[derive(Debug)]
+struct Decision {
+    waits: Waits,
+    deadline: Instant,
+    /// When the window for any word ends.
+    silent_after: Instant,
+    /// When the message was seen queued: from then on only `read` is waited for.
+    queued_at: Option<Instant>,
+}
+
+impl Decision {
+    fn new(waits: Waits, deadline: Instant) -> Self {
+        Self {
+            waits,
+            deadline,
+            silent_after: Instant::now() + waits.window,
+            queued_at: None,
+        }
+    }
+
+    /// When the next wait ends.
+    fn until(&self) -> Instant {
+        let until = match self.queued_at {
+            Some(at) => at + self.waits.read,
+            None => self.silent_after,
+        };
+        until.min(self.deadline)
+    }
+
+    fn hear(&mut self, sent: &Sent<'_>, line: Line) -> Option<Receipt> {
+        let transcript = |outcome| Receipt {
+            outcome,
+            basis: Basis::Transcript,
+        };
+        match line {
+            Line::Tally(tally) if tally.recipient == sent.recipient => Some(Receipt {
+                outcome: tally.outcome,
+                basis: Basis::Notice,
+            }),
+            Line::Transcript {
+                heard: Heard::Fact(fact),
+                ..
+            } => match fact {
+                Fact::Read { msg_id, .. } if Some(msg_id.as_str()) == sent.msg_id => {
+                    Some(transcript(Outcome::Read))
+                }
+                Fact::Held { from, .. } if sent.is_from_us(&from) => {
+                    Some(transcript(Outcome::Held))
+                }
+                Fact::Queued { from, text } if sent.is_from_us(&from) && text == sent.message => {
+                    self.queued_at.get_or_insert_with(Instant::now);
+                    self.waited(Instant::now())
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// What the time alone decides: `queued` once the wait for `read` is over, else
+    /// `accepted` on silence once the window is.
+    fn waited(&self, now: Instant) -> Option<Receipt> {
+        if now < self.until() {
+            return None;
+        }
+        Some(match self.queued_at {
+            Some(_) => Receipt {
+                outcome: Outcome::Queued,
+                basis: Basis::Transcript,
+            },
+            None => Receipt {
+                outcome: Outcome::Accepted,
+                basis: Basis::Silence,
+            },
+        })
+    }
+
+    /// The sender ended: what the transcript said so far, else nothing.
+    fn ended(&self) -> Receipt {
+        self.queued_at.map_or(
+            Receipt {
+                outcome: Outcome::Accepted,
+                basis: Basis::Silence,
+            },
+            |_| Receipt {
+                outcome: Outcome::Queued,
+                basis: Basis::Transcript,
+            },
+        )
     }
 }
 
@@ -173,6 +323,10 @@ pub(crate) fn await_result(
                     "this Claude Code ({version}) cannot send cross-session messages: it reports {lacks}"
                 )));
             }
+            Line::Init {
+                messaging_socket: Some(socket),
+                ..
+            } => sender.set_socket(socket),
             Line::ToolResult {
                 tool_use_id,
                 success,
@@ -203,28 +357,24 @@ pub(crate) fn await_result(
     }
 }
 
-/// What a receiver's notice about the one message sent means for the send.
-fn settle(outcome: Outcome, msg_id: Option<String>) -> Result<Confirmation, RelayFailure> {
+/// What the receipt of the one message sent means for the send.
+fn settle(receipt: Receipt, msg_id: Option<String>) -> Result<Confirmation, RelayFailure> {
     let id = msg_id.as_deref().unwrap_or("unknown");
-    match outcome {
+    match receipt.outcome {
         Outcome::Refused | Outcome::Denied => Err(RelayFailure::refused(
             RefusalKind::InboundRefused,
             format!(
                 "the receiving session {} the message (msg_id {id}); it was not delivered",
-                outcome.as_str()
+                receipt.outcome.as_str()
             ),
         )),
         Outcome::Expired => Err(RelayFailure::new(format!(
             "the message (msg_id {id}) expired unapproved at the receiving session"
         ))),
-        outcome => Ok(confirmation(outcome, msg_id)),
-    }
-}
-
-fn confirmation(outcome: Outcome, msg_id: Option<String>) -> Confirmation {
-    Confirmation {
-        detail: None,
-        receipt: Some(outcome),
-        msg_id,
+        _ => Ok(Confirmation {
+            detail: None,
+            receipt: Some(receipt),
+            msg_id,
+        }),
     }
 }

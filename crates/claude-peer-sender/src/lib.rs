@@ -30,8 +30,9 @@ pub mod hook;
 mod mailbox;
 mod sender;
 mod stream;
+mod witness;
 
-pub use claude::{ClaudeRelay, DEFAULT_RECEIPT_WINDOW};
+pub use claude::{ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};
 pub use error::Error;
 pub use mailbox::{Event, Mailbox, Receipt, Waker};
 pub use sender::{DEFAULT_SENDER_NAME, Idle, default_sender_home};

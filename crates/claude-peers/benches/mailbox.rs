@@ -12,9 +12,9 @@ use std::fs;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use claude_peer_deliver::{Courier, deliver};
+use claude_peer_deliver::{Courier, Outcome, deliver};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_sender::{ClaudeRelay, Idle, Mailbox};
+use claude_peer_sender::{ClaudeRelay, Event, Idle, Mailbox};
 
 use receiver::{Receiver, claude};
 
@@ -39,6 +39,21 @@ fn rss_mib(pid: u32) -> f64 {
     kib / 1024.0
 }
 
+/// Waits for the `read` receipt of `msg_id`.
+fn await_read(mailbox: &mut Mailbox, msg_id: &str) {
+    loop {
+        match mailbox.next_event(Duration::from_secs(30)) {
+            Some(Event::Receipt(r))
+                if r.outcome == Outcome::Read && r.msg_ids.iter().any(|id| id == msg_id) =>
+            {
+                return;
+            }
+            Some(_) => {}
+            None => panic!("no read receipt for {msg_id} within 30 s"),
+        }
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a list; there is nothing to list.
@@ -60,11 +75,12 @@ fn main() {
     std::thread::sleep(Duration::from_secs(3));
     let idle_rss = rss_mib(mailbox.pid());
 
-    let (mut running, mut sent_only, mut whole) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut running, mut read, mut sent_only, mut whole) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let to_sent = relay.clone().receipt_window(Duration::ZERO);
     for round in 0..ROUNDS {
         let started = Instant::now();
-        mailbox
+        let sent = mailbox
             .send(
                 &receiver.session_id,
                 &format!("running {round}"),
@@ -72,6 +88,8 @@ fn main() {
             )
             .unwrap();
         running.push(started.elapsed());
+        await_read(&mut mailbox, &sent.msg_id.unwrap());
+        read.push(started.elapsed());
 
         let started = Instant::now();
         deliver(
@@ -120,14 +138,13 @@ fn main() {
     }
     let loaded_rss = rss_mib(mailbox.pid());
     let closed = mailbox.close();
-    assert!(matches!(
-        closed.last(),
-        Some(claude_peer_sender::Event::Closed { .. })
-    ));
+    assert!(matches!(closed.last(), Some(Event::Closed { .. })));
 
-    let [running, sent_only, whole] = [&mut running, &mut sent_only, &mut whole].map(|t| median(t));
+    let [running, read, sent_only, whole] =
+        [&mut running, &mut read, &mut sent_only, &mut whole].map(|t| median(t));
     println!("mailbox, {ROUNDS} interleaved rounds on one accepting receiver (medians):");
     println!("  send through a running mailbox (to msg_id)        {running:>10.1?}");
+    println!("  request to its `read` receipt (target 400 ms)      {read:>10.1?}");
     println!(
         "  one-shot send, library, to msg_id (no window)      {sent_only:>10.1?}  ({:.1}x the mailbox)",
         sent_only.as_secs_f64() / running.as_secs_f64()

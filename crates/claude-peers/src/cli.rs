@@ -67,8 +67,9 @@ pub(crate) enum Command {
     /// The session is resolved afresh, its inbound policy checked (refuse: nothing is
     /// sent), and the same process confirmed again just before sending. By default a
     /// headless Claude Code sends it with its own SendMessage, driven by a scripted local
-    /// model (no API key, no model cost), and reports what the receiver did: accepted or
-    /// held. After --, a relay program of yours sends it instead: it gets the target in
+    /// model (no API key, no model cost), and reports what the receiver did, as its own
+    /// transcript shows: read, queued (busy) or held; accepted when nothing could be
+    /// learnt. After --, a relay program of yours sends it instead: it gets the target in
     /// CLAUDE_PEERS_TARGET_{SESSION_ID,NAME,PID,SOCKET,CWD}, the message on stdin, and
     /// confirms by exiting 0 after printing {"sent":true}.
     Send(SendArgs),
@@ -76,8 +77,8 @@ pub(crate) enum Command {
     ///
     /// Requests on stdin, one JSON line each:
     /// {"id":"r1","send":{"session_id":"…","message":"…","notify_when_idle":false}}.
-    /// Events on stdout, one JSON line each: sent, refused, receipt (accepted, held,
-    /// released, denied, expired, refused), message (replies to the mailbox's address),
+    /// Events on stdout, one JSON line each: sent, refused, receipt (queued, read, held,
+    /// released, denied, expired, refused, accepted), message (replies to the mailbox's address),
     /// idle, error, and closed last. End of stdin, SIGINT or SIGTERM close it cleanly.
     Mailbox {
         /// The sender's name, which receivers see
@@ -169,6 +170,15 @@ fn seconds(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
 }
 
+/// A finite number of seconds, zero or more.
+fn seconds_or_zero(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .ok_or_else(|| format!("`{text}` is not a number of seconds, zero or more"))
+}
+
 // `send`'s arguments, handed to the subcommand whole (its help is the variant's).
 #[derive(Debug, Args)]
 pub(crate) struct SendArgs {
@@ -186,6 +196,10 @@ pub(crate) struct SendArgs {
     /// Seconds to wait for the send (and its receipt) before killing the sender
     #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds)]
     pub(crate) timeout: Duration,
+    /// Seconds a queued message (its receiver is busy) is waited for to be read; 0
+    /// returns at queued
+    #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = seconds_or_zero)]
+    pub(crate) read_wait: Duration,
     /// Managed settings file
     #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
     pub(crate) managed_settings: PathBuf,

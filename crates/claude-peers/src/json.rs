@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use claude_peer_deliver::{Delivered, Outcome};
+use claude_peer_deliver::Delivered;
 use claude_peer_registry::{Pid, Record, Verdict};
 use claude_peer_resolve::{AddressableSession, LiveSession, Session};
 use claude_peer_sender::Event;
@@ -190,6 +190,7 @@ pub(crate) struct DeliveredJson<'a> {
     inbound: &'static str,
     via: Via,
     receipt: Option<&'static str>,
+    receipt_basis: Option<&'static str>,
     msg_id: Option<&'a str>,
 }
 
@@ -200,7 +201,8 @@ impl<'a> DeliveredJson<'a> {
             session: SessionJson::addressable(&delivered.session),
             inbound: delivered.inbound.as_str(),
             via,
-            receipt: delivered.receipt.map(Outcome::as_str),
+            receipt: delivered.receipt.map(|r| r.outcome.as_str()),
+            receipt_basis: delivered.receipt.map(|r| r.basis.as_str()),
             msg_id: delivered.msg_id.as_deref(),
         }
     }
@@ -244,6 +246,7 @@ pub(crate) enum MailboxEventJson<'a> {
     },
     Receipt {
         outcome: &'static str,
+        basis: &'static str,
         msg_ids: &'a [String],
         count: usize,
         recipient: &'a str,
@@ -272,6 +275,7 @@ impl<'a> From<&'a Event> for MailboxEventJson<'a> {
         match event {
             Event::Receipt(receipt) => Self::Receipt {
                 outcome: receipt.outcome.as_str(),
+                basis: receipt.basis.as_str(),
                 msg_ids: &receipt.msg_ids,
                 count: receipt.count,
                 recipient: &receipt.recipient,

@@ -8,7 +8,7 @@
 mod tracker;
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::mpsc::{RecvTimeoutError, Sender as Channel};
 use std::time::{Duration, Instant};
@@ -20,7 +20,10 @@ use crate::Error;
 use crate::claude::{TurnEnd, await_result};
 use crate::sender::{Idle, Sender};
 use crate::stream::{Line, Queued};
-use claude_peer_deliver::{Confirmation, Courier, Delivered, Outcome, Relay, RelayFailure, Target};
+use crate::witness::{Heard, Witness};
+use claude_peer_deliver::{
+    Basis, Confirmation, Courier, Delivered, Outcome, Relay, RelayFailure, Target,
+};
 use tracker::Tracker;
 
 use crate::ClaudeRelay;
@@ -30,6 +33,9 @@ use crate::ClaudeRelay;
 pub struct Receipt {
     /// What it did.
     pub outcome: Outcome,
+    /// How that is known: its transcript (`queued`, `read`, `held`, one message each),
+    /// its notice, or silence (`accepted`).
+    pub basis: Basis,
     /// The messages this receipt is about, as far as they can be told: notices to one
     /// receiver are coalesced and name at most a few; when `count` is larger, the rest
     /// could not be attributed.
@@ -119,6 +125,11 @@ pub struct Mailbox<P = OsProcessTable, F = OsRegistryFs> {
     timeout: Duration,
     tracker: Tracker,
     ready: VecDeque<Event>,
+    /// The transcript of each session sent to, followed from the first send to it.
+    witnesses: HashMap<String, Witness>,
+    /// Transcript lines heard while a send waited for its tool result: read once the
+    /// send is on the books, so its own lines find it.
+    heard_while_sending: Vec<Line>,
     closed: bool,
 }
 
@@ -146,6 +157,8 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
             timeout: relay.timeout,
             tracker: Tracker::new(relay.receipt_window),
             ready: VecDeque::new(),
+            witnesses: HashMap::new(),
+            heard_while_sending: Vec::new(),
             closed: false,
         })
     }
@@ -170,17 +183,27 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         if self.closed {
             return Err(Error::Ended);
         }
-        let relay = MailboxRelay {
-            sender: RefCell::new(&mut self.sender),
-            tracker: RefCell::new(&mut self.tracker),
-            ready: RefCell::new(&mut self.ready),
-            timeout: self.timeout,
-            idle,
+        if !self.witnesses.contains_key(session_id) {
+            let witness = Witness::start(self.home.root(), session_id, self.sender.wake.clone());
+            self.witnesses.insert(session_id.to_owned(), witness);
+        }
+        let delivered = {
+            let relay = MailboxRelay {
+                sender: RefCell::new(&mut self.sender),
+                tracker: RefCell::new(&mut self.tracker),
+                ready: RefCell::new(&mut self.ready),
+                heard: RefCell::new(&mut self.heard_while_sending),
+                timeout: self.timeout,
+                idle,
+            };
+            self.courier
+                .prepare(&self.home, session_id, message)
+                .and_then(|prepared| prepared.hand_over(&relay))
         };
-        Ok(self
-            .courier
-            .prepare(&self.home, session_id, message)?
-            .hand_over(&relay)?)
+        for line in std::mem::take(&mut self.heard_while_sending) {
+            self.observe(line);
+        }
+        Ok(delivered?)
     }
 
     /// A [`Waker`] that makes [`Mailbox::next_event`] return early, for callers that
@@ -271,6 +294,21 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
                     )),
                 });
             }
+            Line::Transcript { session_id, heard } => match heard {
+                Heard::Fact(fact) => {
+                    let us = self.sender.socket().map(|socket| format!("uds:{socket}"));
+                    let receipt = self.tracker.transcript(
+                        &session_id,
+                        &fact,
+                        us.as_deref().unwrap_or_default(),
+                    );
+                    self.ready.extend(receipt.map(Event::Receipt));
+                }
+                // Followed afresh at the next send to it; meanwhile notices and silence.
+                Heard::Lost(_) => {
+                    self.witnesses.remove(&session_id);
+                }
+            },
             line => {
                 let (courier, home) = (&self.courier, &self.home);
                 observe(line, &mut self.tracker, &mut self.ready, |address| {
@@ -347,6 +385,7 @@ struct MailboxRelay<'a> {
     sender: RefCell<&'a mut Sender>,
     tracker: RefCell<&'a mut Tracker>,
     ready: RefCell<&'a mut VecDeque<Event>>,
+    heard: RefCell<&'a mut Vec<Line>>,
     timeout: Duration,
     idle: Idle,
 }
@@ -357,25 +396,32 @@ impl Relay for MailboxRelay<'_> {
         let mut sender = self.sender.borrow_mut();
         let mut tracker = self.tracker.borrow_mut();
         let mut ready = self.ready.borrow_mut();
+        let mut heard = self.heard.borrow_mut();
+        // Sessions are looked up when events are read, not while sending; transcript
+        // lines wait until the send is on the books.
+        let mut other = |line, tracker: &mut Tracker| match line {
+            Line::Transcript { .. } => heard.push(line),
+            line => observe(line, tracker, &mut ready, |_| None),
+        };
         let ids = sender
             .request(target, message, self.idle)
             .map_err(|err| RelayFailure::new(err.to_string()))?;
-        // Sessions are looked up when events are read, not while sending.
         let msg_id = await_result(
             &mut sender,
             &ids.send,
             deadline,
             TurnEnd::Continues,
             |line| {
-                observe(line, &mut tracker, &mut ready, |_| None);
+                other(line, &mut tracker);
             },
         )?;
         if let Some(msg_id) = &msg_id {
-            tracker.sent(msg_id, &format!("uds:{}", target.socket.display()));
+            let recipient = format!("uds:{}", target.socket.display());
+            tracker.sent(msg_id, &recipient, &target.session_id, message);
         }
         let detail = match &ids.subscribe {
             Some(id) => await_result(&mut sender, id, deadline, TurnEnd::Continues, |line| {
-                observe(line, &mut tracker, &mut ready, |_| None);
+                other(line, &mut tracker);
             })
             .err()
             .map(|failure| format!("the idle subscription failed: {failure}")),

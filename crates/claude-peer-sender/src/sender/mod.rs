@@ -92,6 +92,8 @@ pub(crate) struct Sender {
     jobs: Arc<Jobs>,
     next_job: u64,
     secret: String,
+    /// Its own messaging socket, as its `init` line names it: the address receivers see.
+    socket: Option<String>,
     run_dir: tempfile::TempDir,
     _endpoint: Endpoint,
 }
@@ -167,6 +169,7 @@ impl Sender {
             jobs,
             next_job: 0,
             secret,
+            socket: None,
             run_dir,
             _endpoint: endpoint,
         })
@@ -242,6 +245,16 @@ impl Sender {
     /// Kills the whole process group, then reaps the sender.
     pub(crate) fn kill(&mut self) {
         self.group.kill_and_reap();
+    }
+
+    /// Its own messaging socket, once its `init` line named it.
+    pub(crate) fn socket(&self) -> Option<&str> {
+        self.socket.as_deref()
+    }
+
+    /// Notes its own messaging socket.
+    pub(crate) fn set_socket(&mut self, socket: String) {
+        self.socket = Some(socket);
     }
 
     /// The sender's pid.

@@ -5,6 +5,8 @@ mod notice;
 
 use serde_json::Value;
 
+use crate::witness::Heard;
+
 use notice::parse_tally;
 pub(crate) use notice::{Queued, Tally};
 
@@ -38,6 +40,9 @@ pub(crate) enum Line {
     Closed,
     /// Nothing from the sender: a waiter is woken to look at something else.
     Wake,
+    /// Not from the sender either: what a receiver's transcript said
+    /// ([`crate::witness::Witness`]).
+    Transcript { session_id: String, heard: Heard },
 }
 
 impl Line {

@@ -60,29 +60,13 @@ impl Queued {
     }
 }
 
-/// `<cross-session-message from="uds:…" from-name="…" …>\n<text>\n</cross-session-message>`;
-/// a closing tag inside the text arrives escaped as `<\/cross-session-message>`.
+/// A message in its envelope, read by the one envelope reader (the transcript's).
 fn parse_message(envelope: &str) -> Option<Queued> {
-    const CLOSE: &str = "</cross-session-message>";
-    let (tag, rest) = envelope.split_once('>')?;
-    let body = rest.strip_prefix('\n').unwrap_or(rest);
-    let end = body.rfind(CLOSE)?;
-    let text = body[..end].strip_suffix('\n').unwrap_or(&body[..end]);
-    let attribute = |name: &str| {
-        let (_, after) = tag.split_once(&format!(" {name}=\""))?;
-        let value = after.split('"').next()?;
-        Some(
-            value
-                .replace("&quot;", "\"")
-                .replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&amp;", "&"),
-        )
-    };
+    let envelope = claude_peer_transcript::envelope::parse(envelope)?;
     Some(Queued::Message {
-        from: attribute("from")?,
-        from_name: attribute("from-name"),
-        text: text.replace("<\\/cross-session-message>", CLOSE),
+        from: envelope.from,
+        from_name: envelope.from_name,
+        text: envelope.text,
     })
 }
 

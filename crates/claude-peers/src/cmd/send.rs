@@ -1,7 +1,7 @@
 //! `send`: one message to one live session, through Claude Code's own `SendMessage`
 //! or the user's relay program.
 
-use claude_peer_deliver::{Delivered, Inbound, Outcome};
+use claude_peer_deliver::{Basis, Delivered, Inbound, Outcome};
 
 use crate::cli::SendArgs;
 use crate::error::{Exit, Failure};
@@ -14,6 +14,7 @@ pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Fa
     let ctx = ctx.with_managed_settings(args.managed_settings);
     let relay = Relayed::program_or(args.relay, args.timeout, || {
         send::claude(args.claude, args.from, args.timeout)
+            .map(|relay| relay.read_wait(args.read_wait))
     })?;
     let message = match args.message {
         Some(message) => message,
@@ -36,23 +37,31 @@ fn sentence(delivered: &Delivered) -> String {
         .msg_id
         .as_deref()
         .map_or_else(String::new, |id| format!(" (msg_id {id})"));
-    match delivered.receipt {
-        Some(Outcome::Held) => format!(
-            "Sent to {name} (pid {pid}) and held: the receiving user must approve it{msg_id}.\n"
-        ),
-        Some(_) => {
-            format!("Delivered to {name} (pid {pid}): it accepted the message{msg_id}.\n")
+    let Some(receipt) = delivered.receipt else {
+        let how = match delivered.inbound {
+            Inbound::Automatic => "it accepts messages automatically",
+            Inbound::MayHold => "it may hold the message until its user approves it",
+        };
+        let detail = delivered
+            .detail
+            .as_deref()
+            .map_or_else(String::new, |d| format!(" Relay: {d}."));
+        return format!("Delivered to {name} (pid {pid}); {how}.{detail}\n");
+    };
+    let what = match receipt.outcome {
+        Outcome::Read => "it read the message",
+        Outcome::Queued => "queued: it is busy and will read it after its current turn",
+        Outcome::Held => "held: the receiving user must approve it",
+        Outcome::Released => "released: its user approved it",
+        _ => {
+            return format!(
+                "Sent to {name} (pid {pid}){msg_id}: no word from it within the receipt window, so it most likely took the message.\n"
+            );
         }
-        None => {
-            let how = match delivered.inbound {
-                Inbound::Automatic => "it accepts messages automatically",
-                Inbound::MayHold => "it may hold the message until its user approves it",
-            };
-            let detail = delivered
-                .detail
-                .as_deref()
-                .map_or_else(String::new, |d| format!(" Relay: {d}."));
-            format!("Delivered to {name} (pid {pid}); {how}.{detail}\n")
-        }
-    }
+    };
+    let by = match receipt.basis {
+        Basis::Transcript => "its transcript",
+        _ => "its notice",
+    };
+    format!("Sent to {name} (pid {pid}): {what}{msg_id}, says {by}.\n")
 }

@@ -45,11 +45,13 @@ fn an_accepted_message_reaches_the_receivers_claude_byte_identical_with_the_send
     assert_eq!(json["delivered"], true);
     assert_eq!(json["via"], "claude");
     assert_eq!(json["inbound"], "automatic");
-    assert_eq!(json["receipt"], "accepted");
+    assert_eq!(json["receipt"], "read", "an idle receiver reads it at once");
+    assert_eq!(json["receipt_basis"], "transcript");
     assert_eq!(json["session"]["session_id"], receiver.session_id.as_str());
     let msg_id = json["msg_id"].as_str().expect("a msg_id").to_owned();
-    let entry = wait_for(Duration::from_secs(30), || receiver.delivered(&msg_id))
-        .expect("the receiver's transcript gives the message to its Claude with the same msg_id");
+    let entry = receiver.delivered(&msg_id).expect(
+        "reported read, so the receiver's transcript already gives it to its Claude with the same msg_id",
+    );
     // Byte-identical, but for the one thing the receiver escapes itself: a closing tag of
     // its own envelope inside the text.
     let expected = message.replace("</cross-session-message>", "<\\/cross-session-message>");
@@ -81,6 +83,10 @@ fn a_held_message_is_reported_held_and_is_not_given_to_the_receivers_claude() {
     assert_eq!(code, 0, "{json} {stderr}");
     assert_eq!(json["inbound"], "may_hold");
     assert_eq!(json["receipt"], "held");
+    assert_eq!(
+        json["receipt_basis"], "transcript",
+        "its transcript says so first"
+    );
     let msg_id = json["msg_id"].as_str().expect("a msg_id");
     let held = wait_for(Duration::from_secs(15), || {
         receiver.transcript().into_iter().find(|entry| {
@@ -144,10 +150,11 @@ fn an_unset_policy_reports_what_the_receiver_did_and_the_transcript_agrees() {
     assert_eq!(code, 0, "{json} {stderr}");
     assert_eq!(json["inbound"], "may_hold");
     let msg_id = json["msg_id"].as_str().expect("a msg_id");
+    assert_eq!(json["receipt_basis"], "transcript");
     match json["receipt"].as_str() {
-        Some("accepted") => assert!(
-            wait_for(Duration::from_secs(30), || receiver.delivered(msg_id)).is_some(),
-            "reported accepted, so its Claude gets it"
+        Some("read") => assert!(
+            receiver.delivered(msg_id).is_some(),
+            "reported read, so its Claude got it"
         ),
         Some("held") => {
             std::thread::sleep(Duration::from_secs(2));

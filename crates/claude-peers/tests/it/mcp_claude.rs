@@ -237,7 +237,8 @@ fn claude_code_calls_every_tool_and_its_stream_shows_the_contract_json() {
     assert_eq!(sent["delivered"], true);
     assert_eq!(sent["via"], "claude");
     assert_eq!(sent["inbound"], "automatic");
-    assert_eq!(sent["receipt"], "accepted");
+    assert_eq!(sent["receipt"], "read");
+    assert_eq!(sent["receipt_basis"], "transcript");
     let msg_id = sent["msg_id"].as_str().expect("a msg_id");
     let entry = wait_for(Duration::from_secs(30), || receiver.delivered(msg_id))
         .expect("the receiver's Claude got the message sent through the MCP server");
