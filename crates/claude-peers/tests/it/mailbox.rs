@@ -512,3 +512,76 @@ fn a_burst_of_forty_to_one_receiver_is_reconciled_by_counts() {
         "attributed ids are ours"
     );
 }
+
+/// A receiver whose every model turn takes `turn`.
+fn slow_receiver(turn: Duration) -> Receiver {
+    let slow = Arc::new(move |_: &Value| {
+        thread::sleep(turn);
+        Reply::Text("Done thinking.".to_owned())
+    });
+    Receiver::start_with(Some("accept"), &[], slow)
+}
+
+#[test]
+fn a_busy_receiver_is_reported_queued_then_read_after_its_turn() {
+    let receiver = slow_receiver(Duration::from_secs(6));
+    receiver.make_busy();
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    mailbox.send("r1", &receiver.session_id, "after your turn", false);
+    let mut events = mailbox.until(Duration::from_secs(60), |e| is(e, "receipt"));
+    let sent = msg_id(events.iter().find(|e| is(e, "sent")).unwrap());
+    let queued = events.last().unwrap().clone();
+    assert_eq!(
+        (queued["outcome"].as_str(), queued["basis"].as_str()),
+        (Some("queued"), Some("transcript")),
+        "{queued}"
+    );
+    assert!(
+        receiver.delivered(&sent).is_none(),
+        "queued while its turn runs, not read"
+    );
+    assert_queued_then_read(&mut mailbox, &mut events, &receiver, &sent);
+    mailbox.stdin.take();
+    let closed = mailbox.until(Duration::from_secs(15), |e| is(e, "closed"));
+    assert_eq!(closed.last().unwrap()["unknown"], json!([]));
+}
+
+#[test]
+fn a_clear_between_send_and_read_never_reports_a_read_that_did_not_happen() {
+    let receiver = slow_receiver(Duration::from_secs(6));
+    receiver.make_busy();
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    mailbox.send("r1", &receiver.session_id, "before the clear", false);
+    let events = mailbox.until(Duration::from_secs(60), |e| is(e, "receipt"));
+    let sent = msg_id(events.iter().find(|e| is(e, "sent")).unwrap());
+    assert_eq!(events.last().unwrap()["outcome"], "queued");
+
+    receiver.keys("/clear");
+    receiver.keys("Enter");
+    let cleared = wait_for(Duration::from_secs(60), || {
+        receiver
+            .current_session_id()
+            .filter(|id| *id != receiver.session_id)
+    })
+    .unwrap_or_else(|| panic!("no /clear happened: {}", receiver.screen()));
+    // Whatever the receiver does with the queued message, it does within its next turn.
+    thread::sleep(Duration::from_secs(10));
+    mailbox.stdin.take();
+    let rest = mailbox.until(Duration::from_secs(15), |e| is(e, "closed"));
+    let reported_read = rest
+        .iter()
+        .any(|e| is(e, "receipt") && e["outcome"] == "read" && e["msg_ids"] == json!([sent]));
+    let read_before = receiver.delivered(&sent).is_some();
+    let read_after = receiver.delivered_in(&cleared, &sent).is_some();
+    assert_eq!(
+        reported_read, read_before,
+        "read is reported exactly when the transcript it was sent to shows it read (read after the clear: {read_after})"
+    );
+    if !reported_read {
+        assert_eq!(
+            rest.last().unwrap()["unknown"],
+            json!([]),
+            "queued is its last known outcome, not unknown"
+        );
+    }
+}

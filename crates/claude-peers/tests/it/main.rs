@@ -8,6 +8,7 @@ mod list;
 mod mailbox;
 mod mcp;
 mod mcp_claude;
+mod receipts;
 mod receiver;
 mod resolve;
 mod send;

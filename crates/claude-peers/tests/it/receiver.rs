@@ -188,8 +188,8 @@ impl Receiver {
         assert!(status.success());
     }
 
-    /// Every line of the receiver's transcript, parsed.
-    pub(crate) fn transcript(&self) -> Vec<Value> {
+    /// Where Claude Code writes the transcript of `session_id`, as it names it today.
+    pub(crate) fn transcript_path(&self, session_id: &str) -> PathBuf {
         let slug: String = self
             .cwd
             .to_str()
@@ -197,13 +197,56 @@ impl Receiver {
             .chars()
             .map(|c| if c == '/' || c == '.' { '-' } else { c })
             .collect();
-        let path = self
-            .home
+        self.home
             .path()
             .join("projects")
             .join(slug)
-            .join(format!("{}.jsonl", self.session_id));
-        fs::read_to_string(path)
+            .join(format!("{session_id}.jsonl"))
+    }
+
+    /// Every line of the transcript of `session_id`, parsed.
+    pub(crate) fn transcript_of(&self, session_id: &str) -> Vec<Value> {
+        fs::read_to_string(self.transcript_path(session_id))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    /// The session id its record names now (a `/clear` gives it a new one).
+    pub(crate) fn current_session_id(&self) -> Option<String> {
+        let record = self
+            .home
+            .path()
+            .join("sessions")
+            .join(format!("{}.json", self.pid));
+        let record: Value = serde_json::from_slice(&fs::read(record).ok()?).ok()?;
+        record["sessionId"].as_str().map(str::to_owned)
+    }
+
+    /// Types a prompt and waits until its record says it is busy with it.
+    pub(crate) fn make_busy(&self) {
+        self.keys("think it over");
+        self.keys("Enter");
+        let record = self
+            .home
+            .path()
+            .join("sessions")
+            .join(format!("{}.json", self.pid));
+        let busy = wait_for(Duration::from_secs(30), || {
+            let record: Value = serde_json::from_slice(&fs::read(&record).ok()?).ok()?;
+            (record["status"] == "busy").then_some(())
+        });
+        assert!(
+            busy.is_some(),
+            "the receiver did not become busy: {}",
+            self.screen()
+        );
+    }
+
+    /// Every line of the receiver's transcript, parsed.
+    pub(crate) fn transcript(&self) -> Vec<Value> {
+        fs::read_to_string(self.transcript_path(&self.session_id))
             .unwrap_or_default()
             .lines()
             .filter_map(|line| serde_json::from_str(line).ok())
@@ -212,7 +255,12 @@ impl Receiver {
 
     /// The transcript entry that gave the message `msg_id` to the receiver's Claude.
     pub(crate) fn delivered(&self, msg_id: &str) -> Option<Value> {
-        self.transcript()
+        self.delivered_in(&self.session_id, msg_id)
+    }
+
+    /// The same in the transcript of `session_id`.
+    pub(crate) fn delivered_in(&self, session_id: &str, msg_id: &str) -> Option<Value> {
+        self.transcript_of(session_id)
             .into_iter()
             .find(|entry| entry.pointer("/origin/msg_id").and_then(Value::as_str) == Some(msg_id))
     }
