@@ -17,7 +17,7 @@
 //! let hook = vec!["/usr/local/bin/claude-peers".into(), "hook".into()];
 //! let relay = ClaudeRelay::new("/usr/local/bin/claude", hook).from("build-bot");
 //! let delivered = deliver(&home, "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57", "the build is green", &relay)?;
-//! println!("{:?} {:?}", delivered.receipt, delivered.msg_id); // Some(Accepted) Some("963bec29-…")
+//! println!("{:?} {:?}", delivered.receipt, delivered.msg_id); // Some(Receipt { outcome: Read, basis: Transcript }) Some("963bec29-…")
 //! # Ok::<(), claude_peer_deliver::Error>(())
 //! ```
 #![forbid(unsafe_code)]

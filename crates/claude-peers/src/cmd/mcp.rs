@@ -181,7 +181,7 @@ impl Peers {
     }
 
     #[tool(
-        description = "Send one message to one live Claude Code session through Claude Code's own SendMessage, after checking its identity and inbound policy; reports accepted or held, or why it was refused.",
+        description = "Send one message to one live Claude Code session through Claude Code's own SendMessage, after checking its identity and inbound policy; reports what the receiver did, from its own transcript (read, queued while it is busy, held for its user) or why it was refused.",
         annotations(
             read_only_hint = false,
             destructive_hint = false,
