@@ -8,7 +8,7 @@
 mod tracker;
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::mpsc::{RecvTimeoutError, Sender as Channel};
 use std::time::{Duration, Instant};
@@ -27,6 +27,10 @@ use claude_peer_deliver::{
 use tracker::Tracker;
 
 use crate::ClaudeRelay;
+
+/// How many receivers' transcripts a mailbox follows at once (a thread each); messages to
+/// others rest on notices and silence.
+const MAX_FOLLOWED: usize = 64;
 
 /// What a receiver did with messages sent from a mailbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,8 +129,9 @@ pub struct Mailbox<P = OsProcessTable, F = OsRegistryFs> {
     timeout: Duration,
     tracker: Tracker,
     ready: VecDeque<Event>,
-    /// The transcript of each session sent to, followed from the first send to it.
-    witnesses: HashMap<String, Witness>,
+    /// The transcripts of the sessions sent to last (at most [`MAX_FOLLOWED`]), each
+    /// followed from the first send to it; least recently sent to first.
+    witnesses: Vec<(String, Witness)>,
     /// Transcript lines heard while a send waited for its tool result: read once the
     /// send is on the books, so its own lines find it.
     heard_while_sending: Vec<Line>,
@@ -157,7 +162,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
             timeout: relay.timeout,
             tracker: Tracker::new(relay.receipt_window),
             ready: VecDeque::new(),
-            witnesses: HashMap::new(),
+            witnesses: Vec::new(),
             heard_while_sending: Vec::new(),
             closed: false,
         })
@@ -183,10 +188,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         if self.closed {
             return Err(Error::Ended);
         }
-        if !self.witnesses.contains_key(session_id) {
-            let witness = Witness::start(self.home.root(), session_id, self.sender.wake.clone());
-            self.witnesses.insert(session_id.to_owned(), witness);
-        }
+        self.follow(session_id);
         let delivered = {
             let relay = MailboxRelay {
                 sender: RefCell::new(&mut self.sender),
@@ -204,6 +206,23 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
             self.observe(line);
         }
         Ok(delivered?)
+    }
+
+    /// Follows the transcript of `session_id` from now, unless it is followed already;
+    /// the session sent to longest ago stops being followed past [`MAX_FOLLOWED`].
+    fn follow(&mut self, session_id: &str) {
+        let at = self.witnesses.iter().position(|(id, _)| id == session_id);
+        let witness = match at {
+            Some(at) => self.witnesses.remove(at),
+            None => (
+                session_id.to_owned(),
+                Witness::start(self.home.root(), session_id, self.sender.wake.clone()),
+            ),
+        };
+        self.witnesses.push(witness);
+        if self.witnesses.len() > MAX_FOLLOWED {
+            self.witnesses.remove(0);
+        }
     }
 
     /// A [`Waker`] that makes [`Mailbox::next_event`] return early, for callers that
@@ -305,9 +324,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
                     self.ready.extend(receipt.map(Event::Receipt));
                 }
                 // Followed afresh at the next send to it; meanwhile notices and silence.
-                Heard::Lost(_) => {
-                    self.witnesses.remove(&session_id);
-                }
+                Heard::Lost(_) => self.witnesses.retain(|(id, _)| *id != session_id),
             },
             line => {
                 let (courier, home) = (&self.courier, &self.home);

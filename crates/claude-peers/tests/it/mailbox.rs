@@ -12,7 +12,7 @@ use claude_peer_sender::endpoint::Reply;
 use claude_peer_testkit::lines::Lines;
 use serde_json::{Value, json};
 
-use crate::receiver::{Receiver, claude, set_policy, wait_for};
+use crate::receiver::{Burners, Receiver, claude, set_policy, wait_for};
 
 /// A running `claude-peers mailbox` and the JSON lines it prints.
 struct MailboxProcess {
@@ -584,4 +584,38 @@ fn a_clear_between_send_and_read_never_reports_a_read_that_did_not_happen() {
             "queued is its last known outcome, not unknown"
         );
     }
+}
+
+#[test]
+fn under_load_a_held_message_is_never_reported_accepted() {
+    let receiver = Receiver::start(Some("hold"), &[]);
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    let _load = Burners::start(2);
+    let mut events = Vec::new();
+    for n in 0..6 {
+        mailbox.send(
+            &format!("r{n}"),
+            &receiver.session_id,
+            &format!("loaded {n}"),
+            false,
+        );
+        events.extend(mailbox.until(Duration::from_secs(60), |e| {
+            is(e, "sent") || is(e, "refused")
+        }));
+        assert!(is(events.last().unwrap(), "sent"), "{events:#?}");
+    }
+    while receipts(&events, "held").1 < 6 {
+        events.extend(mailbox.until(Duration::from_secs(30), |e| is(e, "receipt")));
+    }
+    // Well past the window after the last send: nothing may turn accepted meanwhile.
+    thread::sleep(Duration::from_secs(4));
+    mailbox.stdin.take();
+    events.extend(mailbox.until(Duration::from_secs(15), |e| is(e, "closed")));
+    assert!(
+        !events
+            .iter()
+            .any(|e| is(e, "receipt") && (e["outcome"] == "accepted" || e["outcome"] == "read")),
+        "{events:#?}"
+    );
+    assert_eq!(receipts(&events, "held").1, 6, "{events:#?}");
 }

@@ -2,7 +2,6 @@
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -10,7 +9,7 @@ use std::time::Duration;
 use claude_peer_sender::endpoint::Reply;
 use serde_json::Value;
 
-use crate::receiver::{Receiver, wait_for};
+use crate::receiver::{Burners, Receiver, wait_for};
 
 /// A receiver whose every model turn takes `turn`.
 fn slow_receiver(turn: Duration) -> Receiver {
@@ -51,39 +50,11 @@ fn a_busy_receiver_queues_the_message_and_reads_it_after_its_turn() {
     );
 }
 
-/// Processes that keep every core busy until dropped.
-struct Burners(Vec<Child>);
-
-impl Burners {
-    fn start(n: usize) -> Self {
-        Self(
-            (0..n)
-                .map(|_| {
-                    Command::new("sh")
-                        .args(["-c", "while :; do :; done"])
-                        .stdin(Stdio::null())
-                        .spawn()
-                        .unwrap()
-                })
-                .collect(),
-        )
-    }
-}
-
-impl Drop for Burners {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 #[test]
 fn a_held_message_is_reported_held_every_time_while_the_machine_is_loaded() {
     let receiver = Receiver::start(Some("hold"), &[]);
     let runtime = tempfile::tempdir().unwrap();
-    let _load = Burners::start(4);
+    let _load = Burners::start(2);
 
     for n in 0..3 {
         let message = format!("held under load {n}");

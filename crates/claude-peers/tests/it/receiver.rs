@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
@@ -305,6 +305,34 @@ impl Drop for Receiver {
         wait_for(Duration::from_secs(10), || {
             (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
         });
+    }
+}
+
+/// Processes that keep every core busy until dropped.
+pub(crate) struct Burners(Vec<Child>);
+
+impl Burners {
+    pub(crate) fn start(n: usize) -> Self {
+        Self(
+            (0..n)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .stdin(Stdio::null())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Burners {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
