@@ -48,10 +48,12 @@ fn test() -> Result<(), String> {
     // The end-to-end tests drive real Claude Code: the pinned build, and tmux for the
     // interactive receivers. Missing either fails here, with the reason.
     let claude = claude_code()?;
+    let old_claude = claude_code_of(OLD_CLAUDE_CODE_VERSION)?;
     need_tmux()?;
     let tests = |args: &[&str]| {
         run(Command::new(cargo_bin())
             .env(TEST_CLAUDE_VAR, &claude)
+            .env(TEST_OLD_CLAUDE_VAR, &old_claude)
             .args(args))
     };
     cargo(&["fmt", "--all", "--check"])?;
@@ -223,17 +225,27 @@ fn bench() -> Result<(), String> {
 const CLAUDE_CODE_VERSION: &str = "2.1.332";
 /// Where the tests find its binary.
 const TEST_CLAUDE_VAR: &str = "CLAUDE_PEERS_TEST_CLAUDE";
+/// A build too old to message other sessions (a teammate-only `SendMessage`, no
+/// socket), which `doctor` must recognise.
+const OLD_CLAUDE_CODE_VERSION: &str = "2.1.197";
+/// Where the tests find that one.
+const TEST_OLD_CLAUDE_VAR: &str = "CLAUDE_PEERS_TEST_CLAUDE_OLD";
 
 /// The pinned Claude Code binary, installed from the npm registry into a per-user cache
 /// (`$XDG_CACHE_HOME/claude-peers`, else `~/.cache/claude-peers`) when missing, so a
 /// fresh clone does not fetch it again.
 fn claude_code() -> Result<PathBuf, String> {
+    claude_code_of(CLAUDE_CODE_VERSION)
+}
+
+/// Claude Code `version`, installed as [`claude_code`] installs the pinned one.
+fn claude_code_of(version: &str) -> Result<PathBuf, String> {
     let platform = match env::consts::ARCH {
         "x86_64" => "linux-x64",
         "aarch64" => "linux-arm64",
         other => return Err(format!("no Claude Code build is pinned for {other}")),
     };
-    let dir = cache_dir()?.join("claude-code").join(CLAUDE_CODE_VERSION);
+    let dir = cache_dir()?.join("claude-code").join(version);
     let binary = dir
         .join("node_modules/@anthropic-ai")
         .join(format!("claude-code-{platform}"))
@@ -242,7 +254,7 @@ fn claude_code() -> Result<PathBuf, String> {
         return Ok(binary);
     }
     eprintln!(
-        "xtask: installing Claude Code {CLAUDE_CODE_VERSION} into {}",
+        "xtask: installing Claude Code {version} into {}",
         dir.display()
     );
     // Installed beside, then renamed into place: an interrupted install leaves no
@@ -251,14 +263,14 @@ fn claude_code() -> Result<PathBuf, String> {
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging)
         .map_err(|err| format!("cannot create `{}`: {err}", staging.display()))?;
-    let package = format!("@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}");
+    let package = format!("@anthropic-ai/claude-code@{version}");
     let status = Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix"])
         .arg(&staging)
         .arg(&package)
         .status()
         .map_err(|err| {
-            format!("the end-to-end tests need Claude Code {CLAUDE_CODE_VERSION} from the npm registry, but npm cannot run: {err}")
+            format!("the end-to-end tests need Claude Code {version} from the npm registry, but npm cannot run: {err}")
         })?;
     if !status.success() {
         return Err(format!("`npm install {package}` failed ({status})"));

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use claude_peer_resolve::RefusalKind;
 
-use crate::hook;
 use crate::sender::{Idle, Sender, SenderOptions};
 use crate::stream::Line;
 use crate::witness::{Heard, Witness};
+use crate::{Error, hook};
 use claude_peer_deliver::{Basis, Confirmation, Outcome, Receipt, Relay, RelayFailure, Target};
 use claude_peer_transcript::Fact;
 
@@ -89,6 +89,62 @@ impl ClaudeRelay {
     pub const fn read_wait(mut self, wait: Duration) -> Self {
         self.read_wait = wait;
         self
+    }
+}
+
+/// What a Claude Code says it can do, in the `init` line of a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Its version, as it reports it.
+    pub version: Option<String>,
+    /// Whether `SendMessage` is among its tools.
+    pub send_message: bool,
+    /// Its own messaging socket: present only when it can message other sessions.
+    pub messaging_socket: Option<PathBuf>,
+}
+
+impl ClaudeRelay {
+    /// Starts this relay's sender once, as a send would (the private home, the scripted
+    /// model, the hooks, the environment), and reads what the `init` line of its first
+    /// turn says it can do; nothing is sent. Probed rather than guessed from a version:
+    /// builds with the messaging code may still open no socket.
+    pub fn probe(&self) -> Result<Capabilities, Error> {
+        let deadline = Instant::now() + self.timeout;
+        let mut sender = Sender::start(&self.options)?;
+        sender.prompt(&format!("{}probe", hook::PROMPT_PREFIX))?;
+        let found = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match sender.lines.recv_timeout(left) {
+                Ok(Line::Init {
+                    version,
+                    send_message,
+                    messaging_socket,
+                }) => {
+                    break Ok(Capabilities {
+                        version,
+                        send_message,
+                        messaging_socket: messaging_socket.map(PathBuf::from),
+                    });
+                }
+                Ok(Line::Closed) | Err(RecvTimeoutError::Disconnected) => {
+                    let status = sender.wait_exit(Duration::from_secs(1));
+                    break Err(Error::NoTurn(format!(
+                        "it ended ({status}){}",
+                        sender.stderr_note()
+                    )));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    break Err(Error::NoTurn(format!(
+                        "none within {} s{}",
+                        self.timeout.as_secs(),
+                        sender.stderr_note()
+                    )));
+                }
+                Ok(_) => {}
+            }
+        };
+        sender.close(deadline);
+        found
     }
 }
 

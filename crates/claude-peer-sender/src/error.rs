@@ -56,6 +56,9 @@ pub enum Error {
     /// Claude Code did not take the send request on its stdin.
     #[error("Claude Code did not take the send request on its stdin: {0}")]
     Stdin(io::Error),
+    /// Claude Code did not begin a turn, so what it can do is unknown.
+    #[error("Claude Code did not begin a turn: {0}")]
+    NoTurn(String),
     /// The mailbox's sender has ended; nothing more can be sent through it.
     #[error("the mailbox's sender has ended")]
     Ended,

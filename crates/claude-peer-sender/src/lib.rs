@@ -32,7 +32,7 @@ mod sender;
 mod stream;
 mod witness;
 
-pub use claude::{ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};
+pub use claude::{Capabilities, ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};
 pub use error::Error;
 pub use mailbox::{Event, Mailbox, Receipt, Waker};
 pub use sender::{DEFAULT_SENDER_NAME, Idle, default_sender_home};

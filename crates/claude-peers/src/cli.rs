@@ -113,11 +113,33 @@ pub(crate) enum Command {
         #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
         managed_settings: PathBuf,
     },
+    /// Check everything on the path of a message, and say what to do about each failure
+    ///
+    /// Checks: claude (which binary, found where, its version), messaging (it can
+    /// message other sessions: probed), registry, runtime_dir (the sender's socket
+    /// directory is the receivers'), hooks (no managed setting switches the guard hooks
+    /// off), endpoint (a loopback port can be bound); with SESSION also target (live,
+    /// addressable) and inbound (its effective crossSessionInbound). Exit 0 when all
+    /// pass, 1 otherwise.
+    Doctor {
+        /// A session id or the name of one live session, to check the way to it too
+        #[arg(value_name = "SESSION_ID|NAME")]
+        session: Option<String>,
+        /// The Claude Code to check [default: claude on PATH, else ~/.local/bin/claude,
+        /// else ~/.claude/local/claude]
+        #[arg(long, value_name = "PATH")]
+        claude: Option<PathBuf>,
+        /// Managed settings file
+        #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
+        managed_settings: PathBuf,
+    },
     /// Print a shell completion script
     Completions {
         /// The shell
         shell: Shell,
     },
+    /// Print the manual page (roff), made from the same definitions as --help
+    Man,
 }
 
 #[derive(Debug, Subcommand)]

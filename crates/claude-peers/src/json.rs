@@ -307,6 +307,22 @@ impl<'a> From<&'a Event> for MailboxEventJson<'a> {
     }
 }
 
+/// `doctor`: whether every check passed, and each check.
+#[derive(Debug, Serialize)]
+pub(crate) struct DoctorJson<'a> {
+    pub(crate) ok: bool,
+    pub(crate) checks: Vec<CheckJson<'a>>,
+}
+
+/// One check of `doctor`; `fix` is `null` when it passed.
+#[derive(Debug, Serialize)]
+pub(crate) struct CheckJson<'a> {
+    pub(crate) check: &'static str,
+    pub(crate) ok: bool,
+    pub(crate) detail: &'a str,
+    pub(crate) fix: Option<&'a str>,
+}
+
 /// A failure: `{"error"|"refusal": <stable name>, "message": …}`, the name first.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]

@@ -65,6 +65,17 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
             claude,
             managed_settings,
         } => cmd::mcp::run(ctx.with_managed_settings(managed_settings), claude),
+        Command::Doctor {
+            session,
+            claude,
+            managed_settings,
+        } => cmd::doctor::run(
+            &ctx.with_managed_settings(managed_settings),
+            session.as_deref(),
+            claude,
+            out,
+        ),
         Command::Completions { shell } => cmd::completions::run(shell),
+        Command::Man => cmd::man::run(),
     }
 }

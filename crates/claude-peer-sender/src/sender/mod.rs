@@ -219,12 +219,18 @@ impl Sender {
             })
             .collect();
         self.jobs.push(token.clone(), calls);
-        let prompt = json!({"type": "user", "message": {"role": "user", "content": token}, "parent_tool_use_id": null, "session_id": ""});
+        self.prompt(&token)?;
+        Ok(ids)
+    }
+
+    /// Starts a turn with `text` as its prompt (the hook lets only this project's own
+    /// prompts through; one that names no job is answered with a final text).
+    pub(crate) fn prompt(&mut self, text: &str) -> Result<(), Error> {
+        let prompt = json!({"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": null, "session_id": ""});
         let stdin = self.stdin.as_mut().ok_or(Error::Ended)?;
         writeln!(stdin, "{prompt}")
             .and_then(|()| stdin.flush())
-            .map_err(Error::Stdin)?;
-        Ok(ids)
+            .map_err(Error::Stdin)
     }
 
     /// Closes stdin (a clean exit removes the sender's record, key and socket), waits a

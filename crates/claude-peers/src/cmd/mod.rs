@@ -3,8 +3,10 @@
 //! imports another.
 
 pub(crate) mod completions;
+pub(crate) mod doctor;
 pub(crate) mod list;
 pub(crate) mod mailbox;
+pub(crate) mod man;
 pub(crate) mod mcp;
 pub(crate) mod resolve;
 pub(crate) mod send;

@@ -76,7 +76,7 @@ pub(crate) fn mailbox(ctx: &Context, relay: &ClaudeRelay) -> Result<Mailbox, Fai
 }
 
 /// The Claude sender of `send`, `mailbox` and the MCP `send_message`: the Claude Code
-/// found by [`find_claude`], with this program as its hook.
+/// [`find_claude`] finds, with this program as its hook.
 pub(crate) fn claude(
     claude: Option<PathBuf>,
     from: String,
@@ -89,16 +89,54 @@ pub(crate) fn claude(
             format!("cannot find this program to run as the sender's hook: {err}"),
         )
     })?;
-    Ok(ClaudeRelay::new(claude, vec![hook.into(), HOOK.into()])
-        .from(from)
-        .timeout(timeout))
+    Ok(
+        ClaudeRelay::new(claude.path, vec![hook.into(), HOOK.into()])
+            .from(from)
+            .timeout(timeout),
+    )
 }
 
-/// The Claude Code to send with: `--claude`, else `claude` on `PATH`.
-fn find_claude(flag: Option<PathBuf>) -> Result<PathBuf, Failure> {
+/// Where a Claude Code was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// `--claude`.
+    Flag,
+    /// `claude` on `PATH`.
+    Path,
+    /// The native installer's `~/.local/bin/claude`.
+    NativeInstaller,
+    /// An older installer's `~/.claude/local/claude`.
+    LocalInstall,
+}
+
+impl Found {
+    pub(crate) const fn describe(self) -> &'static str {
+        match self {
+            Self::Flag => "given with --claude",
+            Self::Path => "on PATH",
+            Self::NativeInstaller => "in ~/.local/bin, where the native installer puts it",
+            Self::LocalInstall => "in ~/.claude/local, where older installers put it",
+        }
+    }
+}
+
+/// A Claude Code binary and where it was found.
+#[derive(Debug, Clone)]
+pub(crate) struct ClaudeBinary {
+    pub(crate) path: PathBuf,
+    pub(crate) found: Found,
+}
+
+/// The Claude Code to send with: `--claude`, else `claude` on `PATH`, else the native
+/// installer's `~/.local/bin/claude`, else `~/.claude/local/claude`. When there is none,
+/// the error names every place looked in.
+pub(crate) fn find_claude(flag: Option<PathBuf>) -> Result<ClaudeBinary, Failure> {
     if let Some(path) = flag {
         return if path.is_file() {
-            Ok(path)
+            Ok(ClaudeBinary {
+                path,
+                found: Found::Flag,
+            })
         } else {
             Err(Failure::error(
                 "claude_not_found",
@@ -110,15 +148,39 @@ fn find_claude(flag: Option<PathBuf>) -> Result<PathBuf, Failure> {
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("claude"))
-        .find(|candidate| is_executable(candidate))
-        .ok_or_else(|| {
-            Failure::error(
-                "claude_not_found",
-                "no Claude Code to send with: --claude was not given and no `claude` is on PATH; nothing was sent",
-            )
-        })
+    let on_path = std::env::split_paths(&path).map(|dir| (dir.join("claude"), Found::Path));
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|home| home.is_absolute());
+    let installed = home.iter().flat_map(|home| {
+        [
+            (home.join(".local/bin/claude"), Found::NativeInstaller),
+            (home.join(".claude/local/claude"), Found::LocalInstall),
+        ]
+    });
+    let candidates: Vec<(PathBuf, Found)> = on_path.chain(installed).collect();
+    if let Some((path, found)) = candidates.iter().find(|(path, _)| is_executable(path)) {
+        return Ok(ClaudeBinary {
+            path: path.clone(),
+            found: *found,
+        });
+    }
+    let looked: Vec<String> = candidates
+        .iter()
+        .filter(|(_, found)| *found != Found::Path)
+        .map(|(path, _)| format!("`{}`", path.display()))
+        .collect();
+    Err(Failure::error(
+        "claude_not_found",
+        format!(
+            "no Claude Code to send with: --claude was not given, no `claude` is on PATH, and none is at {}; nothing was sent",
+            if looked.is_empty() {
+                "the installers' places (HOME is not set)".to_owned()
+            } else {
+                looked.join(" or ")
+            }
+        ),
+    ))
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod claude;
+mod doctor;
 mod list;
 mod mailbox;
 mod mcp;

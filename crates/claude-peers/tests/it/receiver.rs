@@ -26,6 +26,16 @@ pub(crate) fn claude() -> PathBuf {
     path
 }
 
+/// A Claude Code too old to message other sessions (2.1.197: a teammate-only
+/// `SendMessage`, no socket), which `cargo xtask test` installs beside the pinned one.
+pub(crate) fn old_claude() -> PathBuf {
+    let path = std::env::var_os("CLAUDE_PEERS_TEST_CLAUDE_OLD").map(PathBuf::from).expect(
+        "CLAUDE_PEERS_TEST_CLAUDE_OLD is not set: run the tests with `cargo xtask test`, which installs it",
+    );
+    assert!(path.is_file(), "no Claude Code at {}", path.display());
+    path
+}
+
 /// Polls `check` every 50 ms until it gives a value or `limit` passes.
 pub(crate) fn wait_for<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + limit;

@@ -1,0 +1,465 @@
+//! `doctor`: every check on the path of a message, each with what to do when it fails.
+
+use std::io::Read;
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use claude_peer_deliver::child::{ChildGroup, Ended};
+use claude_peer_probe::{BoundedRead, Links, Opens, ReadError};
+use claude_peer_resolve::{AddressableSession, Discovery, LiveSession, Scan};
+use claude_peer_sender::{Capabilities, DEFAULT_SENDER_NAME};
+use claude_peer_settings::{EffectiveValue, LayerState};
+use serde_json::Value;
+
+use crate::ops::send::{self, ClaudeBinary};
+use crate::ops::{Context, policy};
+
+/// How long `claude --version` may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the probe of what Claude Code can do may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a loopback connection may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Managed settings are kilobytes; more is not read.
+const MAX_MANAGED_BYTES: u64 = 16 * 1024 * 1024;
+
+/// One check: its stable name, whether it passed, what was found, and what to do.
+#[derive(Debug, Clone)]
+pub(crate) struct Check {
+    pub(crate) name: &'static str,
+    pub(crate) ok: bool,
+    pub(crate) detail: String,
+    pub(crate) fix: Option<String>,
+}
+
+impl Check {
+    fn pass(name: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            name,
+            ok: true,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn fail(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+        Self {
+            name,
+            ok: false,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// Runs every check, in the order a message meets them; `session` adds the way to it.
+pub(crate) fn doctor(ctx: &Context, session: Option<&str>, claude: Option<PathBuf>) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let found = send::find_claude(claude);
+    checks.push(match &found {
+        Ok(binary) => claude_check(binary),
+        Err(failure) => Check::fail(
+            "claude",
+            failure.message.clone(),
+            "install Claude Code (the native installer puts it in ~/.local/bin), or name it with --claude PATH",
+        ),
+    });
+    let capabilities = found.map(|binary| probe(&binary));
+    checks.push(messaging_check(capabilities.as_ref()));
+    let live = Discovery::os().live(&ctx.home);
+    checks.push(registry_check(ctx, &live));
+    checks.push(runtime_dir_check(capabilities.as_ref(), &live));
+    checks.push(hooks_check(&ctx.managed_settings));
+    checks.push(endpoint_check());
+    if let Some(session) = session {
+        match target(ctx, session) {
+            Ok(target) => {
+                checks.push(Check::pass(
+                    "target",
+                    format!(
+                        "{} (pid {}) is live and addressable at `{}`",
+                        target.record.display_name().unwrap_or(session),
+                        target.pid,
+                        target.socket.display()
+                    ),
+                ));
+                checks.push(inbound_check(ctx, &target));
+            }
+            Err(refusal) => {
+                checks.push(Check::fail(
+                    "target",
+                    refusal,
+                    "check the id or name with `claude-peers list`; a /clear or resume gives a session a new id",
+                ));
+                checks.push(Check::fail(
+                    "inbound",
+                    "no target to read the policy of",
+                    "fix the target first",
+                ));
+            }
+        }
+    }
+    checks
+}
+
+fn claude_check(binary: &ClaudeBinary) -> Check {
+    let path = binary.path.display();
+    let where_ = binary.found.describe();
+    match version(&binary.path) {
+        Ok(version) => Check::pass("claude", format!("`{path}` ({where_}), {version}")),
+        Err(why) => Check::fail(
+            "claude",
+            format!("`{path}` ({where_}) does not run: {why}"),
+            "reinstall Claude Code, or name a working one with --claude PATH",
+        ),
+    }
+}
+
+/// `claude --version`, its first line; bounded in time and size.
+fn version(claude: &Path) -> Result<String, String> {
+    let mut child = Command::new(claude)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|err| err.to_string())?;
+    let stdout = child.stdout.take();
+    let mut group = ChildGroup::new(child);
+    let status = group.wait_then_kill(VERSION_TIMEOUT);
+    let mut out = Vec::new();
+    if let Some(stdout) = stdout {
+        let _ = stdout.take(4096).read_to_end(&mut out);
+    }
+    match status {
+        Ended::Exited(status) if status.success() => Ok(String::from_utf8_lossy(&out)
+            .lines()
+            .next()
+            .unwrap_or("version unknown")
+            .trim()
+            .to_owned()),
+        Ended::Exited(status) => Err(format!("`--version` ended with {status}")),
+        Ended::Killed => Err(format!(
+            "`--version` did not finish within {} s",
+            VERSION_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+/// What the found Claude Code can do, probed as a send would start it.
+fn probe(binary: &ClaudeBinary) -> Result<Capabilities, String> {
+    let relay = send::claude(
+        Some(binary.path.clone()),
+        DEFAULT_SENDER_NAME.to_owned(),
+        PROBE_TIMEOUT,
+    )
+    .map_err(|failure| failure.message)?;
+    relay.probe().map_err(|err| err.to_string())
+}
+
+fn messaging_check(
+    capabilities: Result<&Result<Capabilities, String>, &crate::error::Failure>,
+) -> Check {
+    const UPGRADE: &str = "use a Claude Code that messages other sessions (2.1.332 does): upgrade it, or name one with --claude PATH";
+    let capabilities = match capabilities {
+        Err(_) => {
+            return Check::fail(
+                "messaging",
+                "no Claude Code to probe",
+                "fix the claude check first",
+            );
+        }
+        Ok(Err(why)) => {
+            return Check::fail(
+                "messaging",
+                format!("Claude Code could not be started as a sender: {why}"),
+                "see the claude check; a Claude Code that starts headless (`claude -p`) is needed",
+            );
+        }
+        Ok(Ok(capabilities)) => capabilities,
+    };
+    let version = capabilities
+        .version
+        .as_deref()
+        .unwrap_or("of unknown version");
+    match (&capabilities.messaging_socket, capabilities.send_message) {
+        (Some(socket), true) => Check::pass(
+            "messaging",
+            format!(
+                "Claude Code {version} offers SendMessage and opened its messaging socket `{}`",
+                socket.display()
+            ),
+        ),
+        (None, true) => Check::fail(
+            "messaging",
+            format!(
+                "Claude Code {version} offers SendMessage but opened no messaging socket: it cannot message other sessions"
+            ),
+            UPGRADE,
+        ),
+        (_, false) => Check::fail(
+            "messaging",
+            format!("Claude Code {version} offers no SendMessage tool"),
+            UPGRADE,
+        ),
+    }
+}
+
+type Live = Result<Scan<LiveSession>, claude_peer_resolve::Error>;
+
+fn registry_check(ctx: &Context, live: &Live) -> Check {
+    let dir = ctx.home.sessions_dir();
+    match live {
+        Ok(scan) if scan.warnings.is_empty() => Check::pass(
+            "registry",
+            format!(
+                "`{}`: {} live session{}",
+                dir.display(),
+                scan.sessions.len(),
+                if scan.sessions.len() == 1 { "" } else { "s" }
+            ),
+        ),
+        Ok(scan) => Check::fail(
+            "registry",
+            scan.warnings
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+            format!(
+                "make `{}` a directory of yours that nobody else can write (`chmod 700`)",
+                dir.display()
+            ),
+        ),
+        Err(err) => Check::fail(
+            "registry",
+            err.to_string(),
+            "check --home (or CLAUDE_CONFIG_DIR): it must be the Claude home your sessions run in",
+        ),
+    }
+}
+
+fn runtime_dir_check(
+    capabilities: Result<&Result<Capabilities, String>, &crate::error::Failure>,
+    live: &Live,
+) -> Check {
+    let Ok(Ok(Capabilities {
+        messaging_socket: Some(ours),
+        ..
+    })) = capabilities
+    else {
+        return Check::fail(
+            "runtime_dir",
+            "the sender's socket directory is unknown: no messaging socket was probed",
+            "fix the messaging check first",
+        );
+    };
+    let ours = ours.parent().unwrap_or(Path::new("/"));
+    let Ok(scan) = live else {
+        return Check::fail(
+            "runtime_dir",
+            "the registry cannot be read",
+            "fix the registry check first",
+        );
+    };
+    let elsewhere: Vec<String> = scan
+        .sessions
+        .iter()
+        .filter_map(|s| {
+            let socket = Path::new(s.record.messaging_socket_path.as_deref()?);
+            let dir = socket.parent()?;
+            (dir != ours).then(|| {
+                format!(
+                    "{} (pid {}) in `{}`",
+                    s.record.display_name().unwrap_or("a session"),
+                    s.pid,
+                    dir.display()
+                )
+            })
+        })
+        .collect();
+    if elsewhere.is_empty() {
+        Check::pass(
+            "runtime_dir",
+            format!(
+                "the sender's socket directory `{}` is every live session's",
+                ours.display()
+            ),
+        )
+    } else {
+        Check::fail(
+            "runtime_dir",
+            format!(
+                "the sender's sockets are in `{}`, but these sessions' are elsewhere: {}; their notices (held, refused, released) never reach it",
+                ours.display(),
+                elsewhere.join(", ")
+            ),
+            "run claude-peers with the XDG_RUNTIME_DIR your Claude Code sessions have (set it alike, or unset it in both)",
+        )
+    }
+}
+
+fn hooks_check(managed: &Path) -> Check {
+    let read = BoundedRead {
+        limit: MAX_MANAGED_BYTES,
+        links: Links::Follow,
+        opens: Opens::RegularFilesOnly,
+    };
+    let bytes = match read.read(managed) {
+        Ok(file) => file.bytes,
+        Err(ReadError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Check::pass(
+                "hooks",
+                format!("no managed settings at `{}`", managed.display()),
+            );
+        }
+        Err(err) => {
+            return Check::fail(
+                "hooks",
+                format!(
+                    "cannot read the managed settings `{}`: {err}",
+                    managed.display()
+                ),
+                "make the managed settings readable, so what they switch off can be told",
+            );
+        }
+    };
+    let settings: Value = match serde_json::from_slice(&bytes) {
+        Ok(settings) => settings,
+        Err(err) => {
+            return Check::fail(
+                "hooks",
+                format!(
+                    "the managed settings `{}` are not JSON: {err}",
+                    managed.display()
+                ),
+                "fix the managed settings file",
+            );
+        }
+    };
+    let off: Vec<&str> = ["disableAllHooks", "allowManagedHooksOnly"]
+        .into_iter()
+        .filter(|key| settings.get(key) == Some(&Value::Bool(true)))
+        .collect();
+    if off.is_empty() {
+        Check::pass(
+            "hooks",
+            format!(
+                "the managed settings `{}` leave hooks on",
+                managed.display()
+            ),
+        )
+    } else {
+        Check::fail(
+            "hooks",
+            format!(
+                "the managed settings `{}` set {}: the hooks that guard every send do not run",
+                managed.display(),
+                off.join(" and ")
+            ),
+            "ask whoever manages this machine to drop that setting; until then the sender runs unguarded",
+        )
+    }
+}
+
+/// The sender's scripted model listens on 127.0.0.1 and Claude Code connects to it: a
+/// port is bound and connected to, as they will be.
+fn endpoint_check() -> Check {
+    let reached = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).and_then(|listener| {
+        let addr = listener.local_addr()?;
+        TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?;
+        Ok(addr.port())
+    });
+    match reached {
+        Ok(port) => Check::pass(
+            "endpoint",
+            format!("the scripted model can listen on 127.0.0.1 and be reached (port {port} was)"),
+        ),
+        Err(err) => Check::fail(
+            "endpoint",
+            format!("no loopback port can be listened on and reached: {err}"),
+            "the sender's scripted model listens on 127.0.0.1: bring up the loopback interface, or allow its ports",
+        ),
+    }
+}
+
+/// The session `session` names, by id or by the name of one live session.
+fn target(ctx: &Context, session: &str) -> Result<AddressableSession, String> {
+    let discovery = Discovery::os();
+    discovery
+        .resolve_live_session(&ctx.home, session)
+        .or_else(|_| discovery.resolve_by_name(&ctx.home, session))
+        .map_err(|err| err.to_string())
+}
+
+fn inbound_check(ctx: &Context, target: &AddressableSession) -> Check {
+    let cwd = target.record.cwd.as_deref().map(PathBuf::from);
+    let Some(cwd) = cwd.filter(|cwd| cwd.is_absolute()) else {
+        return Check::fail(
+            "inbound",
+            "its record names no absolute working directory, so its project settings cannot be read",
+            "nothing to do here: a send to it is refused",
+        );
+    };
+    let policy = match policy::effective(ctx, Some(cwd)) {
+        Ok(policy) => policy,
+        Err(failure) => {
+            return Check::fail("inbound", failure.message, "fix the settings file it names");
+        }
+    };
+    let decided = policy
+        .layers
+        .iter()
+        .find(|layer| Some(layer.layer) == policy.decided_by)
+        .map_or_else(
+            || "no layer sets it".to_owned(),
+            |layer| {
+                format!(
+                    "its {} settings `{}`",
+                    layer.layer.as_str(),
+                    layer.path.display()
+                )
+            },
+        );
+    if !policy.complete {
+        let unreadable: Vec<String> = policy
+            .layers
+            .iter()
+            .filter_map(|layer| match &layer.state {
+                LayerState::Error { message, .. } => Some(message.clone()),
+                _ => None,
+            })
+            .collect();
+        return Check::fail(
+            "inbound",
+            format!("its policy cannot be told: {}", unreadable.join("; ")),
+            "fix the settings file named, or a send to it is refused",
+        );
+    }
+    match policy.value {
+        EffectiveValue::Refuse => Check::fail(
+            "inbound",
+            format!(
+                "crossSessionInbound is `refuse`, decided by {decided}: it refuses messages from other sessions"
+            ),
+            "set it to accept (or hold) in that file; for the user's own settings: claude-peers settings set accept",
+        ),
+        EffectiveValue::Accept => Check::pass(
+            "inbound",
+            format!(
+                "crossSessionInbound is `accept`, decided by {decided}: messages are read at once"
+            ),
+        ),
+        EffectiveValue::Hold | EffectiveValue::Default => Check::pass(
+            "inbound",
+            format!(
+                "crossSessionInbound is `{}`, decided by {decided}: a message may wait for its user's approval",
+                policy.value.as_str()
+            ),
+        ),
+    }
+}
