@@ -14,7 +14,7 @@ usage: cargo xtask <task>
 tasks:
   tidy    the layer rules of ARCHITECTURE.md (over `cargo metadata`); no source file above 600 lines
   test    tidy, cargo fmt --check, clippy -D warnings, all tests (nextest when installed), doc tests, rustdoc -D warnings;
-          first installs the pinned Claude Code the end-to-end tests run (npm, cached per user)
+          first installs the pinned Claude Code builds the end-to-end tests run (npm, cached per user)
   deny    cargo deny check (installs cargo-deny when missing); advisories only when its database is present
   bench   run the benchmarks and print their side-by-side tables";
 

@@ -153,6 +153,22 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// `2026-12-02 03:41:07 CET`: `ms` since the epoch as a local date and time, in the
+/// system's time zone; the raw number when it is out of range.
+pub(crate) fn local_time(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map_or_else(
+            || ms.to_string(),
+            |at| {
+                at.to_zoned_datetime(jiff::tz::TimeZone::system())
+                    .strftime("%Y-%m-%d %H:%M:%S %Z")
+                    .to_string()
+            },
+        )
+}
+
 /// `3m`, `45s`, `2h`, `5d`: how long ago `then_ms` was.
 pub(crate) fn ago(now_ms: u64, then_ms: u64) -> String {
     let secs = now_ms.saturating_sub(then_ms) / 1000;

@@ -6,7 +6,7 @@ use crate::error::{Exit, Failure};
 use crate::json::SessionDetailJson;
 use crate::ops::{Context, sessions};
 use crate::output::Output;
-use crate::table::{Column, Style, ago, now_ms, status_text, table};
+use crate::table::{Column, Style, ago, local_time, now_ms, status_text, table};
 
 pub(crate) fn run(ctx: &Context, target: &str, out: &Output) -> Result<Exit, Failure> {
     let session = sessions::find(ctx, target, out)?;
@@ -22,7 +22,8 @@ fn human_show(session: &Session) -> String {
     let now = now_ms();
     let record = session.record.as_ref();
     let text = |value: Option<&str>| value.map(str::to_owned);
-    let ms = |value: Option<u64>| value.map(|at| format!("{at} ({} ago)", ago(now, at)));
+    let ms =
+        |value: Option<u64>| value.map(|at| format!("{} ({} ago)", local_time(at), ago(now, at)));
     let list = |items: Vec<String>| (!items.is_empty()).then(|| items.join(", "));
     let addressable = match &session.addressability {
         claude_peer_resolve::Addressability::Addressable(_) => "yes".to_owned(),

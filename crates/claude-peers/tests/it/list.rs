@@ -1,5 +1,7 @@
 //! `list` and `show`, human and JSON, on empty, live and leftover registries.
 
+use std::process::Command;
+
 use claude_peer_testkit::home::TempHome;
 use claude_peer_testkit::process::Sleeper;
 
@@ -260,4 +262,31 @@ fn a_registry_that_cannot_be_listed_exits_1_naming_it() {
         json["message"].as_str().unwrap().contains("sessions"),
         "{json}"
     );
+}
+
+#[test]
+fn show_gives_times_as_local_dates_in_the_users_time_zone() {
+    let home = TempHome::new().unwrap();
+    // A leftover record from the fixtures: startedAt 1796030547041 is
+    // 2026-11-30 09:22:27 UTC.
+    home.copy_fixture("2.1.332-idle", "3839.json");
+    let started = |tz: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+            .arg("--home")
+            .arg(home.root())
+            .args(["show", "75c834bc-f549-4085-a152-f9973dc50b30"])
+            .env("TZ", tz)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines()
+            .find(|l| l.starts_with("started"))
+            .unwrap_or_else(|| panic!("no started line: {text}"))
+            .to_owned()
+    };
+    let utc = started("UTC");
+    let tokyo = started("Asia/Tokyo");
+    assert!(utc.contains("2026-11-30 09:22:27 UTC ("), "{utc}");
+    assert!(tokyo.contains("2026-11-30 18:22:27 JST ("), "{tokyo}");
+    assert!(utc.ends_with(" ago)"), "{utc}");
 }

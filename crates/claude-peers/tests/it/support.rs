@@ -117,7 +117,7 @@ impl CommandHome for TempHome {
     }
 
     fn redact(&self, text: &str, pids: &[u32]) -> String {
-        let mut text = text.replace(self.root().to_str().unwrap(), "[HOME]");
+        let mut text = redact_local_times(&text.replace(self.root().to_str().unwrap(), "[HOME]"));
         for (i, pid) in pids.iter().enumerate() {
             text = text.replace(&pid.to_string(), &format!("[PID{i}]"));
         }
@@ -159,6 +159,41 @@ pub(crate) fn redact_json(value: &mut serde_json::Value, home: &Path, pids: &[u3
 }
 
 /// Durations (`3m`, `1h`) and epoch milliseconds in one line, and runs of spaces.
+/// `2026-12-02 03:41:07 CET` (a date, a time and a zone word) becomes `[local time]`.
+fn redact_local_times(text: &str) -> String {
+    let shape = |s: &[u8]| {
+        s.len() >= 19
+            && s[..19]
+                .iter()
+                .zip(b"dddd-dd-dd dd:dd:dd")
+                .all(|(&c, &want)| {
+                    if want == b'd' {
+                        c.is_ascii_digit()
+                    } else {
+                        c == want
+                    }
+                })
+    };
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if shape(&bytes[i..]) && bytes.get(i + 19) == Some(&b' ') {
+            let zone = bytes[i + 20..]
+                .iter()
+                .take_while(|c| !c.is_ascii_whitespace())
+                .count();
+            out.push_str("[local time]");
+            i += 20 + zone;
+        } else {
+            let c = text[i..].chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
 fn redact_line(line: &str) -> String {
     let mut out = String::new();
     let mut chars = line.chars().peekable();
