@@ -16,7 +16,9 @@ tasks:
   test    tidy, cargo fmt --check, clippy -D warnings, all tests (nextest when installed), doc tests, rustdoc -D warnings;
           first installs the pinned Claude Code builds the end-to-end tests run (npm, cached per user)
   deny    cargo deny check (installs cargo-deny when missing); advisories only when its database is present
-  bench   run the benchmarks and print their side-by-side tables";
+  bench   run the benchmarks and print their side-by-side tables
+  publish-check
+          cargo publish --workspace --dry-run: every crate packages and builds as published (needs crates.io)";
 
 fn main() -> ExitCode {
     let task = env::args().nth(1);
@@ -25,6 +27,7 @@ fn main() -> ExitCode {
         Some("tidy") => tidy(),
         Some("deny") => deny(),
         Some("bench") => bench(),
+        Some("publish-check") => cargo(&["publish", "--workspace", "--dry-run", "--locked"]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
