@@ -185,20 +185,26 @@ pub(crate) enum Shell {
 
 /// A positive, finite number of seconds.
 fn seconds(text: &str) -> Result<Duration, String> {
-    text.parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
+    seconds_or_zero(text).and_then(|duration| {
+        if duration.is_zero() {
+            Err(format!("`{text}` is not a positive number of seconds"))
+        } else {
+            Ok(duration)
+        }
+    })
 }
 
-/// A finite number of seconds, zero or more.
+/// The longest wait a duration flag accepts: a day. Longer is a mistake, and far longer
+/// would overflow the clock's deadlines.
+const MAX_SECONDS: f64 = 86_400.0;
+
+/// A number of seconds from zero to a day.
 fn seconds_or_zero(text: &str) -> Result<Duration, String> {
     text.parse::<f64>()
         .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .ok_or_else(|| format!("`{text}` is not a number of seconds, zero or more"))
+        .filter(|s| s.is_finite() && (0.0..=MAX_SECONDS).contains(s))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{text}` is not a number of seconds from 0 to {MAX_SECONDS} (a day)"))
 }
 
 // `send`'s arguments, handed to the subcommand whole (its help is the variant's).

@@ -29,7 +29,8 @@ pub(crate) struct Context {
 
 impl Context {
     /// The Claude home `--home`, else `CLAUDE_CONFIG_DIR`, else `~/.claude`, with the
-    /// system's managed settings.
+    /// system's managed settings. Made absolute here, once: the sender and its hooks run
+    /// in other directories.
     pub(crate) fn new(home: Option<PathBuf>) -> Result<Self, Failure> {
         let home = home
             .map(ClaudeHome::new)
@@ -46,7 +47,7 @@ impl Context {
                 )
             })?;
         Ok(Self {
-            home,
+            home: ClaudeHome::new(absolute(home.root().to_path_buf())),
             managed_settings: PathBuf::from(MANAGED_SETTINGS_PATH),
         })
     }
@@ -54,7 +55,7 @@ impl Context {
     /// The same, reading managed settings at `path`.
     pub(crate) fn with_managed_settings(self, path: PathBuf) -> Self {
         Self {
-            managed_settings: path,
+            managed_settings: absolute(path),
             ..self
         }
     }
@@ -63,4 +64,10 @@ impl Context {
     pub(crate) fn courier(&self) -> Courier {
         Courier::os().with_managed_settings(&self.managed_settings)
     }
+}
+
+/// `path` made absolute against the working directory, as given otherwise (an absolute
+/// path, or a working directory that cannot be read: then it fails where it is used).
+pub(crate) fn absolute(path: PathBuf) -> PathBuf {
+    std::path::absolute(&path).unwrap_or(path)
 }

@@ -131,7 +131,7 @@ pub(crate) struct ClaudeBinary {
 /// installer's `~/.local/bin/claude`, else `~/.claude/local/claude`. When there is none,
 /// the error names every place looked in.
 pub(crate) fn find_claude(flag: Option<PathBuf>) -> Result<ClaudeBinary, Failure> {
-    if let Some(path) = flag {
+    if let Some(path) = flag.map(super::absolute) {
         return if path.is_file() {
             Ok(ClaudeBinary {
                 path,
@@ -161,7 +161,8 @@ pub(crate) fn find_claude(flag: Option<PathBuf>) -> Result<ClaudeBinary, Failure
     let candidates: Vec<(PathBuf, Found)> = on_path.chain(installed).collect();
     if let Some((path, found)) = candidates.iter().find(|(path, _)| is_executable(path)) {
         return Ok(ClaudeBinary {
-            path: path.clone(),
+            // A relative PATH entry names a directory the sender does not run in.
+            path: super::absolute(path.clone()),
             found: *found,
         });
     }

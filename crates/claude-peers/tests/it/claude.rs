@@ -371,3 +371,39 @@ fn a_stale_socket_fails_the_delivery_in_claude_codes_words() {
         "{message}"
     );
 }
+
+#[test]
+fn a_relative_home_and_claude_are_made_absolute_before_the_sender_starts() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let runtime = tempfile::tempdir().unwrap();
+    let cwd = receiver.home.path();
+    // `../..` up to `/`, then the pinned Claude Code: a path relative to `cwd`.
+    let up = "../".repeat(cwd.components().count() - 1);
+    let claude = format!("{up}{}", claude().to_str().unwrap().trim_start_matches('/'));
+    let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        .current_dir(cwd)
+        .args(["--home", ".", "--json", "send", &receiver.session_id])
+        .args(["--message", "relative", "--claude", &claude])
+        .arg("--managed-settings")
+        .arg(runtime.path().join("none.json"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("XDG_CACHE_HOME", runtime.path())
+        .output()
+        .unwrap();
+    let (code, json, stderr) = parsed(&output);
+    assert_eq!(code, 0, "{json} {stderr}");
+    assert_eq!(json["receipt"], "read", "{json}");
+}
+
+#[test]
+fn a_timeout_beyond_a_day_is_a_usage_error() {
+    for timeout in ["1e19", "86401", "-1", "NaN", "inf"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+            .args(["send", "s-any", "--message", "hi", "--timeout", timeout])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "--timeout {timeout}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(timeout), "the error names the value: {stderr}");
+    }
+}
