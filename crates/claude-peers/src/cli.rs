@@ -204,7 +204,9 @@ fn seconds_or_zero(text: &str) -> Result<Duration, String> {
         .ok()
         .filter(|s| s.is_finite() && (0.0..=MAX_SECONDS).contains(s))
         .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("`{text}` is not a number of seconds from 0 to {MAX_SECONDS} (a day)"))
+        .ok_or_else(|| {
+            format!("`{text}` is not a number of seconds from 0 to {MAX_SECONDS} (a day)")
+        })
 }
 
 // `send`'s arguments, handed to the subcommand whole (its help is the variant's).

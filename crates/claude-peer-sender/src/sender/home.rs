@@ -47,6 +47,42 @@ pub(super) fn prepare_home(home: &Path) -> io::Result<()> {
         .create(home.join("runs"))
 }
 
+/// The prefix of this process's run directories: `run-<pid>-`, so a later start can tell
+/// whose a leftover is.
+pub(super) fn run_prefix() -> String {
+    format!("run-{}-", std::process::id())
+}
+
+/// Removes the run directories under `runs` left by processes that no longer run (killed
+/// before they could remove their own): only directories of this user, named by a pid
+/// that `kill(pid, 0)` says is gone. A pid run by another process now keeps its
+/// directory; nothing but `run-<pid>-…` directories is touched.
+pub(super) fn remove_leftover_runs(runs: &Path) {
+    let Ok(entries) = fs::read_dir(runs) else {
+        return;
+    };
+    let uid = rustix::process::getuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("run-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            continue;
+        };
+        let gone = rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH);
+        let ours = entry
+            .metadata()
+            .is_ok_and(|meta| meta.is_dir() && meta.uid() == uid);
+        if gone && ours {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// A per-run secret: 16 bytes of the kernel's randomness, in hex.
 pub(super) fn secret() -> io::Result<String> {
     let mut bytes = [0_u8; 16];

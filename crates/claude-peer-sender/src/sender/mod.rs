@@ -118,8 +118,9 @@ impl Sender {
             path: home.clone(),
             source,
         })?;
+        home::remove_leftover_runs(&home.join("runs"));
         let run_dir = tempfile::Builder::new()
-            .prefix("run-")
+            .prefix(&home::run_prefix())
             .tempdir_in(home.join("runs"))
             .map_err(|source| Error::RunDir {
                 path: home.clone(),

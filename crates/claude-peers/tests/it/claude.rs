@@ -404,6 +404,39 @@ fn a_timeout_beyond_a_day_is_a_usage_error() {
             .unwrap();
         assert_eq!(output.status.code(), Some(2), "--timeout {timeout}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains(timeout), "the error names the value: {stderr}");
+        assert!(
+            stderr.contains(timeout),
+            "the error names the value: {stderr}"
+        );
     }
+}
+
+#[test]
+fn run_directories_of_processes_that_no_longer_run_are_removed_at_the_next_start() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let runtime = tempfile::tempdir().unwrap();
+    let runs = runtime.path().join("claude-peers/sender-home/runs");
+    let dead = claude_peer_testkit::process::reaped_pid().unwrap();
+    let stale = runs.join(format!("run-{dead}-killed"));
+    let running = runs.join(format!("run-{}-running", std::process::id()));
+    for dir in [&stale, &running] {
+        fs::create_dir_all(dir).unwrap();
+        fs::write(dir.join("toolu_claude_peers_0.json"), "{}").unwrap();
+    }
+
+    let (code, json, stderr) = receiver.send(runtime.path(), "tidy up", &[]);
+
+    assert_eq!(code, 0, "{json} {stderr}");
+    assert!(!stale.exists(), "a killed sender's plans are gone");
+    assert!(running.exists(), "a running process keeps its own");
+    let left: Vec<_> = fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        left,
+        [running.file_name().unwrap()],
+        "and the send removed its own"
+    );
 }
