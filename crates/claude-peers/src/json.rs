@@ -239,6 +239,10 @@ pub(crate) enum MailboxEventJson<'a> {
         refusal: &'static str,
         message: &'a str,
     },
+    /// A request read but not sent: a signal stopped the mailbox first.
+    Cancelled {
+        id: Option<&'a str>,
+    },
     /// A request that could not be served; the mailbox goes on.
     Error {
         id: Option<&'a str>,

@@ -10,6 +10,8 @@ mod tracker;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, Sender as Channel};
 use std::time::{Duration, Instant};
 
@@ -88,12 +90,18 @@ pub enum Event {
 
 /// Wakes a thread blocked in [`Mailbox::next_event`], which then returns `None`.
 #[derive(Debug, Clone)]
-pub struct Waker(Channel<Line>);
+pub struct Waker {
+    lines: Channel<Line>,
+    /// Set while a wake is on its way: many wakes before the waiter looks are one.
+    pending: Arc<AtomicBool>,
+}
 
 impl Waker {
     /// Wakes the mailbox's waiter (a no-op once it is closed).
     pub fn wake(&self) {
-        let _ = self.0.send(Line::Wake);
+        if !self.pending.swap(true, Ordering::AcqRel) {
+            let _ = self.lines.send(Line::Wake);
+        }
     }
 }
 
@@ -135,6 +143,8 @@ pub struct Mailbox<P = OsProcessTable, F = OsRegistryFs> {
     /// Transcript lines heard while a send waited for its tool result: read once the
     /// send is on the books, so its own lines find it.
     heard_while_sending: Vec<Line>,
+    /// Shared with its [`Waker`]s: a wake is on its way.
+    wake_pending: Arc<AtomicBool>,
     closed: bool,
 }
 
@@ -164,6 +174,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
             ready: VecDeque::new(),
             witnesses: Vec::new(),
             heard_while_sending: Vec::new(),
+            wake_pending: Arc::new(AtomicBool::new(false)),
             closed: false,
         })
     }
@@ -205,6 +216,8 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         for line in std::mem::take(&mut self.heard_while_sending) {
             self.observe(line);
         }
+        // A wake the send's wait took is spent: the caller looks at its inputs now.
+        self.wake_pending.store(false, Ordering::Release);
         Ok(delivered?)
     }
 
@@ -229,7 +242,10 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
     /// wait on other inputs too.
     #[must_use]
     pub fn waker(&self) -> Waker {
-        Waker(self.sender.wake.clone())
+        Waker {
+            lines: self.sender.wake.clone(),
+            pending: Arc::clone(&self.wake_pending),
+        }
     }
 
     /// The next event, waiting up to `timeout`; `None` when none came (or a [`Waker`]
@@ -258,7 +274,10 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
                 .lines
                 .recv_timeout(until.saturating_duration_since(now))
             {
-                Ok(Line::Wake) => return self.ready.pop_front(),
+                Ok(Line::Wake) => {
+                    self.wake_pending.store(false, Ordering::Release);
+                    return self.ready.pop_front();
+                }
                 Ok(line) => self.observe(line),
                 Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => return None,
                 Err(RecvTimeoutError::Timeout) => {}

@@ -13,6 +13,7 @@ use claude_peer_sender::{Event, Idle, Mailbox, Waker};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 
 use crate::error::{Exit, Failure};
 use crate::json::{MailboxEventJson, SessionJson};
@@ -65,12 +66,22 @@ pub(crate) fn run(
     from: String,
     timeout: Duration,
 ) -> Result<Exit, Failure> {
+    // Watched before anything starts: a signal while the sender starts is not lost.
+    let signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map_err(|err| {
+        Failure::error(
+            "signals",
+            format!("cannot watch for SIGINT and SIGTERM: {err}"),
+        )
+    })?;
     let relay = send::claude(claude, from, timeout)?;
     let mut mailbox = send::mailbox(ctx, &relay)?;
-    let inputs = listen(&mailbox.waker())?;
+    let inputs = listen(signals, &mailbox.waker(), mailbox.pid());
     let mut out = io::stdout().lock();
     loop {
-        while let Ok(input) = inputs.try_recv() {
+        if inputs.signalled.try_recv().is_ok() {
+            return Ok(stop(mailbox, &inputs.requests, &mut out));
+        }
+        if let Ok(input) = inputs.requests.try_recv() {
             match input {
                 Input::Request(line) => {
                     let answered = answer(&mut mailbox, line, |event| emit(&mut out, event));
@@ -80,6 +91,7 @@ pub(crate) fn run(
                 }
                 Input::End => return Ok(close(mailbox, &mut out)),
             }
+            continue;
         }
         if let Some(event) = mailbox.next_event(Duration::from_secs(3600)) {
             let ended = matches!(event, Event::Closed { .. });
@@ -103,21 +115,45 @@ fn close(mailbox: Mailbox, out: &mut impl Write) -> Exit {
     Exit::Success
 }
 
+/// The first signal: nothing more is sent. Each request read but not sent is answered
+/// `cancelled`, then the mailbox closes (`closed` last).
+fn stop(mailbox: Mailbox, requests: &Receiver<Input>, out: &mut impl Write) -> Exit {
+    while let Ok(Input::Request(line)) = requests.try_recv() {
+        let id = line.ok().and_then(|line| request_id(&line));
+        let _ = emit(out, &MailboxEventJson::Cancelled { id: id.as_deref() });
+    }
+    close(mailbox, out)
+}
+
+/// How many request lines wait, read but not yet sent, before stdin is read no further:
+/// a flood of requests holds at most this many (each at most 1 MiB) in memory.
+const WAITING_REQUESTS: usize = 64;
+
+/// The mailbox's inputs besides its own events.
+struct Inputs {
+    /// Request lines in order, then the end of stdin: at most [`WAITING_REQUESTS`].
+    requests: Receiver<Input>,
+    /// The first SIGINT or SIGTERM.
+    signalled: Receiver<()>,
+}
+
 /// Reads requests from stdin and watches for SIGINT and SIGTERM, each on a thread of
-/// its own that wakes the mailbox when something came.
-fn listen(waker: &Waker) -> Result<Receiver<Input>, Failure> {
-    let (tx, rx) = mpsc::channel();
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map_err(|err| {
-        Failure::error(
-            "signals",
-            format!("cannot watch for SIGINT and SIGTERM: {err}"),
-        )
-    })?;
-    let (signal_tx, signal_waker) = (tx.clone(), waker.clone());
+/// its own that wakes the mailbox when something came. A second signal ends the process
+/// at once, killing the sender's process group (`sender`) first.
+fn listen(mut signals: Signals, waker: &Waker, sender: u32) -> Inputs {
+    let (tx, requests) = mpsc::sync_channel(WAITING_REQUESTS);
+    let (signal_tx, signalled) = mpsc::channel();
+    let signal_waker = waker.clone();
     thread::spawn(move || {
-        if signals.forever().next().is_some() {
-            let _ = signal_tx.send(Input::End);
-            signal_waker.wake();
+        let mut signals = signals.forever();
+        let Some(first) = signals.next() else { return };
+        let _ = signal_tx.send(());
+        signal_waker.wake();
+        if signals.next().is_some() {
+            if let Some(group) = rustix::process::Pid::from_raw(sender.cast_signed()) {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
+            std::process::exit(128 + first);
         }
     });
     let waker = waker.clone();
@@ -129,6 +165,7 @@ fn listen(waker: &Waker) -> Result<Receiver<Input>, Failure> {
                 }
                 Line::Overlong => Err(BadLine::Overlong),
             };
+            // Blocks while the queue is full: stdin is then read no further.
             if tx.send(Input::Request(request)).is_err() {
                 return ControlFlow::Break(());
             }
@@ -138,7 +175,19 @@ fn listen(waker: &Waker) -> Result<Receiver<Input>, Failure> {
         let _ = tx.send(Input::End);
         waker.wake();
     });
-    Ok(rx)
+    Inputs {
+        requests,
+        signalled,
+    }
+}
+
+/// The `id` of a request line, when it has one.
+fn request_id(line: &str) -> Option<String> {
+    serde_json::from_str::<Value>(line)
+        .ok()?
+        .get("id")?
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// Answers one request line with its event, `sent`, `refused` or `error`, handed to
@@ -154,9 +203,7 @@ fn answer<T>(
         Ok(line) => line,
         Err(bad) => return emit(&error(None, bad.message())),
     };
-    let id = serde_json::from_str::<Value>(&line)
-        .ok()
-        .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned));
+    let id = request_id(&line);
     let request: Request = match serde_json::from_str(&line) {
         Ok(request) => request,
         Err(err) => {

@@ -1,6 +1,7 @@
 //! `claude-peers mailbox` with real Claude Code: one long-lived sender, live receivers
 //! in tmux whose fake models can reply or take their time, every later outcome.
 
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -618,4 +619,114 @@ fn under_load_a_held_message_is_never_reported_accepted() {
         "{events:#?}"
     );
     assert_eq!(receipts(&events, "held").1, 6, "{events:#?}");
+}
+
+/// Sends `signal` to the mailbox process.
+fn signal(mailbox: &MailboxProcess, signal: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(mailbox.child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
+}
+
+#[test]
+fn sigint_cancels_what_was_read_but_not_sent_and_closes_cleanly() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    // Running: its sender has a record (a person's Ctrl-C does not come sooner).
+    mailbox.sender_pid();
+    for n in 0..20 {
+        mailbox.send(
+            &format!("r{n}"),
+            &receiver.session_id,
+            &format!("queued {n}"),
+            false,
+        );
+    }
+    signal(&mailbox, rustix::process::Signal::INT);
+    let events = mailbox.until(Duration::from_secs(30), |e| is(e, "closed"));
+    let sent: Vec<&Value> = events.iter().filter(|e| is(e, "sent")).collect();
+    let cancelled: Vec<&Value> = events.iter().filter(|e| is(e, "cancelled")).collect();
+    assert!(sent.len() <= 1, "at most the send in flight: {events:#?}");
+    assert_eq!(
+        sent.len() + cancelled.len(),
+        20,
+        "every request answered once: {events:#?}"
+    );
+    let first_cancelled = 20 - cancelled.len();
+    for (n, event) in cancelled.iter().enumerate() {
+        assert_eq!(event["id"], format!("r{}", first_cancelled + n), "in order");
+    }
+    let sender = mailbox.sender_sessions();
+    assert!(mailbox.child.wait().unwrap().success());
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            (!fs::read_dir(&sender).is_ok_and(|mut d| d.next().is_some())).then_some(())
+        })
+        .is_some(),
+        "the sender ended: its registry record is gone"
+    );
+}
+
+#[test]
+fn a_second_signal_ends_the_mailbox_at_once_with_its_sender() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    // Its transcript a link this project never follows: the message sent waits out its
+    // 2 s receipt window, which the first signal's clean close waits for.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let transcript = receiver.transcript_path(&receiver.session_id);
+    fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+    fs::write(elsewhere.path().join("t.jsonl"), "").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join("t.jsonl"), &transcript).unwrap();
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    mailbox.send("r0", &receiver.session_id, "first", false);
+    mailbox.until(Duration::from_secs(60), |e| is(e, "sent"));
+    let sender = mailbox.sender_pid();
+    signal(&mailbox, rustix::process::Signal::INT);
+    // Apart, or the kernel merges them into one pending signal; the first one's clean
+    // close is still waiting out the receipt window.
+    thread::sleep(Duration::from_millis(300));
+    signal(&mailbox, rustix::process::Signal::INT);
+    let status = mailbox.child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert!(
+        wait_for(Duration::from_secs(5), || {
+            (!Path::new(&format!("/proc/{sender}")).exists()
+                || fs::read_to_string(format!("/proc/{sender}/stat"))
+                    .is_ok_and(|s| s.contains(") Z ")))
+            .then_some(())
+        })
+        .is_some(),
+        "its sender was killed with it"
+    );
+}
+
+#[test]
+fn a_flood_of_a_million_requests_keeps_the_mailbox_small() {
+    let home = tempfile::tempdir().unwrap();
+    let mut mailbox = MailboxProcess::start(home.path());
+    let mut stdin = mailbox.stdin.take().unwrap();
+    let writer = thread::spawn(move || {
+        let line = format!("{}\n", "x".repeat(99));
+        for _ in 0..1_000_000 {
+            stdin.write_all(line.as_bytes()).unwrap();
+        }
+        stdin
+    });
+    let mut answered = 0;
+    while answered < 1_000_000 {
+        let event = mailbox.next(Duration::from_secs(60));
+        assert!(is(&event, "error"), "{event}");
+        answered += 1;
+    }
+    let status = fs::read_to_string(format!("/proc/{}/status", mailbox.child.id())).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(peak_kib < 64 * 1024, "peak resident memory {peak_kib} KiB");
+    drop(writer.join().unwrap());
+    let closed = mailbox.until(Duration::from_secs(15), |e| is(e, "closed"));
+    assert_eq!(closed.last().unwrap()["unknown"], json!([]));
 }
