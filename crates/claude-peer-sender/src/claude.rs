@@ -11,7 +11,7 @@ use claude_peer_resolve::RefusalKind;
 use crate::sender::{Idle, Sender, SenderOptions};
 use crate::stream::Line;
 use crate::witness::{Heard, Witness};
-use crate::{Error, hook};
+use crate::{Cancel, Error, hook};
 use claude_peer_deliver::{Basis, Confirmation, Outcome, Receipt, Relay, RelayFailure, Target};
 use claude_peer_transcript::Fact;
 
@@ -41,6 +41,7 @@ pub struct ClaudeRelay {
     pub(crate) timeout: Duration,
     pub(crate) receipt_window: Duration,
     pub(crate) read_wait: Duration,
+    cancel: Option<Cancel>,
 }
 
 impl ClaudeRelay {
@@ -53,6 +54,7 @@ impl ClaudeRelay {
             timeout: claude_peer_deliver::DEFAULT_TIMEOUT,
             receipt_window: DEFAULT_RECEIPT_WINDOW,
             read_wait: DEFAULT_READ_WAIT,
+            cancel: None,
         }
     }
 
@@ -81,6 +83,14 @@ impl ClaudeRelay {
     #[must_use]
     pub const fn receipt_window(mut self, window: Duration) -> Self {
         self.receipt_window = window;
+        self
+    }
+
+    /// Sends stop when `cancel` is cancelled: one whose hand-over has not started is not
+    /// made; one under way has its sender killed and reaped and its plans removed.
+    #[must_use]
+    pub fn cancel_with(mut self, cancel: Cancel) -> Self {
+        self.cancel = Some(cancel);
         self
     }
 
@@ -151,20 +161,40 @@ impl ClaudeRelay {
 impl Relay for ClaudeRelay {
     fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
         let deadline = Instant::now() + self.timeout;
+        let cancelled =
+            || RelayFailure::new("the send was cancelled before it started; nothing was sent");
+        if self.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+            return Err(cancelled());
+        }
         let mut sender =
             Sender::start(&self.options).map_err(|err| RelayFailure::new(err.to_string()))?;
+        let running = match &self.cancel {
+            Some(cancel) => match cancel.register(sender.wake.clone()) {
+                Some(running) => Some(running),
+                None => return Err(cancelled()),
+            },
+            None => None,
+        };
         let waits = Waits {
             window: self.receipt_window,
             read: self.read_wait,
         };
         let result = send_once(&mut sender, target, message, deadline, waits);
-        sender.close(deadline);
-        result.map_err(|failure| match failure.kind() {
+        if self.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+            sender.kill();
+        } else {
+            sender.close(deadline);
+        }
+        let result = result.map_err(|failure| match failure.kind() {
             RefusalKind::DeliveryFailed => {
                 RelayFailure::new(format!("{}{}", failure.message(), sender.stderr_note()))
             }
             _ => failure,
-        })
+        });
+        // Reaped, and its plans removed, before the cancel hears it has ended.
+        drop(sender);
+        drop(running);
+        result
     }
 }
 
@@ -200,6 +230,14 @@ fn send_once(
                 .recv_timeout(decision.until().saturating_duration_since(Instant::now())),
         };
         let decided = match line {
+            // Sent; cancelled before the receiver's word came: what it did is unknown.
+            Ok(Line::Cancelled) => {
+                return Ok(Confirmation {
+                    detail: Some("cancelled before the receipt was decided".to_owned()),
+                    receipt: None,
+                    msg_id,
+                });
+            }
             Ok(Line::Closed) | Err(RecvTimeoutError::Disconnected) => {
                 // Sent, but the sender ended before it could hear back.
                 Some(decision.ended())
@@ -407,6 +445,12 @@ pub(crate) fn await_result(
                 return Err(RelayFailure::new(format!(
                     "Claude Code ended before the send was settled ({status})"
                 )));
+            }
+            Line::Cancelled => {
+                sender.kill();
+                return Err(RelayFailure::new(
+                    "the send was cancelled before Claude Code reported it sent",
+                ));
             }
             line => other(line),
         }

@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod cancel;
 mod claude;
 pub mod endpoint;
 mod error;
@@ -32,6 +33,7 @@ mod sender;
 mod stream;
 mod witness;
 
+pub use cancel::Cancel;
 pub use claude::{Capabilities, ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};
 pub use error::Error;
 pub use mailbox::{Event, Mailbox, Receipt, Waker};

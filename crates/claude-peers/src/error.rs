@@ -12,6 +12,10 @@ pub(crate) enum Exit {
     Error = 1,
     Refusal = 3,
     Conflict = 4,
+    /// Stopped by SIGINT.
+    Interrupted = 130,
+    /// Stopped by SIGTERM.
+    Terminated = 143,
 }
 
 impl From<Exit> for ExitCode {

@@ -7,6 +7,7 @@ mod error;
 mod json;
 mod ops;
 mod output;
+mod signals;
 mod table;
 
 use std::ffi::OsString;

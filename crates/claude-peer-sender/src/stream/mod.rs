@@ -40,6 +40,8 @@ pub(crate) enum Line {
     Closed,
     /// Nothing from the sender: a waiter is woken to look at something else.
     Wake,
+    /// Not from the sender: the send was cancelled ([`crate::Cancel`]).
+    Cancelled,
     /// Not from the sender either: what a receiver's transcript said
     /// ([`crate::witness::Witness`]).
     Transcript { session_id: String, heard: Heard },

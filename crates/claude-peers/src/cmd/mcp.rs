@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, check_message};
 use claude_peer_resolve::Scope;
+use claude_peer_sender::Cancel;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -38,6 +39,7 @@ use crate::json::{DeliveredJson, SessionDetailJson, SessionJson, SessionsJson, V
 use crate::ops::send::{self, Relayed};
 use crate::ops::{Context, policy, sessions};
 use crate::output::Output;
+use crate::signals::{Interrupt, OnSignal};
 
 /// How rmcp begins the message of arguments that do not deserialize.
 const BAD_ARGUMENTS: &str = "failed to deserialize parameters:";
@@ -48,11 +50,19 @@ struct Config {
     ctx: Context,
     /// The Claude Code that `send_message` sends with; `None`: `claude` on `PATH`.
     claude: Option<PathBuf>,
+    /// Pulled by SIGINT or SIGTERM: sends under way are stopped and cleaned up, then
+    /// the server exits.
+    cancel: Cancel,
 }
 
 /// Serves MCP on stdin and stdout until the client closes stdin.
 pub(crate) fn run(ctx: Context, claude: Option<PathBuf>) -> Result<Exit, Failure> {
-    let config = Config { ctx, claude };
+    let interrupt = Interrupt::watch(OnSignal::CancelAndExit)?;
+    let config = Config {
+        ctx,
+        claude,
+        cancel: interrupt.cancel(),
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -203,8 +213,10 @@ impl Peers {
             let from = args
                 .from
                 .unwrap_or_else(|| claude_peer_sender::DEFAULT_SENDER_NAME.to_owned());
-            let relay =
-                Relayed::Claude(send::claude(config.claude.clone(), from, DEFAULT_TIMEOUT)?);
+            let relay = Relayed::Claude(
+                send::claude(config.claude.clone(), from, DEFAULT_TIMEOUT)?
+                    .cancel_with(config.cancel.clone()),
+            );
             let delivered = send::send(&config.ctx, &args.session_id, &args.message, &relay)?;
             to_json(&DeliveredJson::new(&delivered, Via::Claude))
         })

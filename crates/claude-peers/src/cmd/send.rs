@@ -9,18 +9,36 @@ use crate::json::DeliveredJson;
 use crate::ops::Context;
 use crate::ops::send::{self, Relayed};
 use crate::output::Output;
+use crate::signals::{Interrupt, OnSignal};
 
 pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Failure> {
     let ctx = ctx.with_managed_settings(args.managed_settings);
+    // Before a sender starts: a signal then stops a send that has not started. A relay
+    // program is the user's own and is left to the default action.
+    let interrupt = if args.relay.is_empty() {
+        Some(Interrupt::watch(OnSignal::Cancel)?)
+    } else {
+        None
+    };
     let relay = Relayed::program_or(args.relay, args.timeout, || {
-        send::claude(args.claude, args.from, args.timeout)
-            .map(|relay| relay.read_wait(args.read_wait))
+        let relay = send::claude(args.claude, args.from, args.timeout)?.read_wait(args.read_wait);
+        Ok(match &interrupt {
+            Some(interrupt) => relay.cancel_with(interrupt.cancel()),
+            None => relay,
+        })
     })?;
     let message = match args.message {
         Some(message) => message,
         None => send::message_from_stdin()?,
     };
-    let delivered = send::send(&ctx, &args.session_id, &message, &relay)?;
+    let delivered = send::send(&ctx, &args.session_id, &message, &relay);
+    if let Some(exit) = interrupt.as_ref().and_then(Interrupt::exit) {
+        if let Err(failure) = delivered {
+            out.fail(&failure);
+        }
+        return Ok(exit);
+    }
+    let delivered = delivered?;
     if out.json {
         out.json(&DeliveredJson::new(&delivered, relay.via()))?;
     } else {

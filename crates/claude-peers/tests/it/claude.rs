@@ -440,3 +440,65 @@ fn run_directories_of_processes_that_no_longer_run_are_removed_at_the_next_start
         "and the send removed its own"
     );
 }
+
+#[test]
+fn sigint_during_a_send_kills_its_sender_and_leaves_no_plan() {
+    // A live target whose socket listens but never answers: the send waits in its
+    // hand-over until the signal.
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    home.live_record(&child, "s-silent", "silent", "idle", true);
+    fs::write(
+        home.root().join("settings.json"),
+        r#"{"crossSessionInbound":"accept"}"#,
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mut send = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        .arg("--home")
+        .arg(home.root())
+        .args(["--json", "send", "s-silent", "--message", "never answered"])
+        .args(["--timeout", "120", "--claude"])
+        .arg(claude())
+        .arg("--managed-settings")
+        .arg(cache.path().join("none.json"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("XDG_CACHE_HOME", cache.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let sender_home = cache.path().join("claude-peers/sender-home");
+    // The hook allowed the planned call: the hand-over is under way.
+    let under_way = wait_for(Duration::from_secs(60), || {
+        fs::read_dir(sender_home.join("runs"))
+            .ok()?
+            .flatten()
+            .filter_map(|run| fs::read_dir(run.path()).ok())
+            .flatten()
+            .flatten()
+            .any(|f| f.path().extension() == Some("used".as_ref()))
+            .then_some(())
+    });
+    assert!(under_way.is_some(), "the send reached its tool call");
+    let sender: u32 = fs::read_dir(sender_home.join("sessions"))
+        .unwrap()
+        .flatten()
+        .find_map(|e| e.path().file_stem()?.to_str()?.parse().ok())
+        .expect("the running sender's record");
+
+    let pid = rustix::process::Pid::from_raw(i32::try_from(send.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let status = send.wait().unwrap();
+
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert!(
+        !Path::new(&format!("/proc/{sender}")).exists(),
+        "its sender was killed and reaped"
+    );
+    let runs: Vec<_> = fs::read_dir(sender_home.join("runs"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(runs.is_empty(), "no run directory is left: {runs:?}");
+}
