@@ -446,6 +446,10 @@ pub(crate) fn await_result(
                     "Claude Code ended before the send was settled ({status})"
                 )));
             }
+            Line::Queued(_) => {
+                sender.ask_again(&line);
+                other(line);
+            }
             Line::Cancelled => {
                 sender.kill();
                 return Err(RelayFailure::new(

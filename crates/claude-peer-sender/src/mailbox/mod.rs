@@ -346,6 +346,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
                 Heard::Lost(_) => self.witnesses.retain(|(id, _)| *id != session_id),
             },
             line => {
+                self.sender.ask_again(&line);
                 let (courier, home) = (&self.courier, &self.home);
                 observe(line, &mut self.tracker, &mut self.ready, |address| {
                     session_at(courier, home, address)
@@ -370,7 +371,9 @@ fn session_at<P: ProcessTable, F: RegistryFs>(
     })
 }
 
-/// Turns one stream line into events (receipts, messages, idle notices).
+/// Turns one stream line into events (receipts, messages, idle notices). Our own send
+/// prompts merged into a blocked prompt are asked again by whoever holds the sender
+/// ([`crate::claude::await_result`], [`Mailbox::next_event`]), not here.
 fn observe(
     line: Line,
     tracker: &mut Tracker,
@@ -381,36 +384,41 @@ fn observe(
         Line::Tally(tally) => {
             tracker.counted(&tally.recipient, tally.outcome, tally.count);
         }
-        Line::Queued(Queued::Notice {
-            outcome,
-            recipient,
-            msg_ids,
-        }) => {
-            ready.push_back(Event::Receipt(
-                tracker.notice(outcome, &recipient, &msg_ids),
-            ));
+        Line::Queued(items) => {
+            for item in items {
+                match item {
+                    Queued::Notice {
+                        outcome,
+                        recipient,
+                        msg_ids,
+                    } => ready.push_back(Event::Receipt(
+                        tracker.notice(outcome, &recipient, &msg_ids),
+                    )),
+                    Queued::Message {
+                        from,
+                        from_name,
+                        text,
+                    } => {
+                        let session_id = session_at(&from);
+                        ready.push_back(Event::Message {
+                            from,
+                            from_name,
+                            session_id,
+                            text,
+                        });
+                    }
+                    Queued::Idle { recipient } => {
+                        let session_id = session_at(&recipient);
+                        ready.push_back(Event::Idle {
+                            recipient,
+                            session_id,
+                        });
+                    }
+                    Queued::Other(text) => ready.push_back(Event::Notice(text)),
+                    Queued::Ours(_) => {}
+                }
+            }
         }
-        Line::Queued(Queued::Message {
-            from,
-            from_name,
-            text,
-        }) => {
-            let session_id = session_at(&from);
-            ready.push_back(Event::Message {
-                from,
-                from_name,
-                session_id,
-                text,
-            });
-        }
-        Line::Queued(Queued::Idle { recipient }) => {
-            let session_id = session_at(&recipient);
-            ready.push_back(Event::Idle {
-                recipient,
-                session_id,
-            });
-        }
-        Line::Queued(Queued::Other(text)) => ready.push_back(Event::Notice(text)),
         _ => {}
     }
 }

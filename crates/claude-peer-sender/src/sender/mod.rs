@@ -224,6 +224,23 @@ impl Sender {
         Ok(ids)
     }
 
+    /// Asks again for this project's own send prompts that Claude Code merged with
+    /// inbound items into a prompt the hook blocked (so the model never got them).
+    pub(crate) fn ask_again(&mut self, line: &Line) {
+        let Line::Queued(items) = line else { return };
+        let ours: Vec<&str> = items
+            .iter()
+            .filter_map(|item| match item {
+                crate::stream::Queued::Ours(prompt) => Some(prompt.as_str()),
+                _ => None,
+            })
+            .collect();
+        if !ours.is_empty() {
+            // A failure here shows as the send's timeout, in its own words.
+            let _ = self.prompt(&ours.join("\n"));
+        }
+    }
+
     /// Starts a turn with `text` as its prompt (the hook lets only this project's own
     /// prompts through; one that names no job is answered with a final text).
     pub(crate) fn prompt(&mut self, text: &str) -> Result<(), Error> {

@@ -30,8 +30,8 @@ pub(crate) enum Line {
     /// A receiver's decision about messages sent earlier, as the sender's own
     /// informational line counts them.
     Tally(Tally),
-    /// A queued prompt the `user-prompt-submit` hook kept from the model.
-    Queued(Queued),
+    /// A queued prompt the `user-prompt-submit` hook kept from the model: its items.
+    Queued(Vec<Queued>),
     /// The end of a turn.
     Result,
     /// Anything else.
@@ -70,7 +70,7 @@ impl Line {
             (Some("system"), Some("informational")) => {
                 let content = str_of(&value, "content").unwrap_or_default();
                 if let Some(prompt) = blocked_prompt(&content) {
-                    Self::Queued(Queued::parse(prompt))
+                    Self::Queued(Queued::parse_all(prompt))
                 } else {
                     parse_tally(&content).map_or(Self::Other, Self::Tally)
                 }
@@ -147,11 +147,11 @@ mod tests {
         });
         assert_eq!(
             Line::parse(line.to_string().as_bytes()),
-            Line::Queued(Queued::Message {
+            Line::Queued(vec![Queued::Message {
                 from: "uds:/a.sock".to_owned(),
                 from_name: Some("x".to_owned()),
                 text: "hi\nOriginal prompt: not a split".to_owned()
-            })
+            }])
         );
         let other = serde_json::json!({
             "type": "system", "subtype": "informational",
@@ -159,7 +159,7 @@ mod tests {
         });
         assert_eq!(
             Line::parse(other.to_string().as_bytes()),
-            Line::Queued(Queued::Other("hello".to_owned()))
+            Line::Queued(vec![Queued::Other("hello".to_owned())])
         );
         assert_eq!(Line::parse(b"not json"), Line::Other);
     }

@@ -4,6 +4,8 @@
 
 use claude_peer_deliver::Outcome;
 
+use crate::hook::PROMPT_PREFIX;
+
 /// A prompt another session queued for the sender, kept from its model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Queued {
@@ -22,6 +24,9 @@ pub(crate) enum Queued {
     },
     /// A receiver the sender subscribed to finished its turn.
     Idle { recipient: String },
+    /// One of this project's own send prompts, merged into a prompt the hook blocked:
+    /// it must be asked again.
+    Ours(String),
     /// Anything else, verbatim.
     Other(String),
 }
@@ -37,27 +42,71 @@ pub(crate) struct Tally {
     pub(crate) count: usize,
 }
 
+/// Where each kind of queued item begins in a prompt.
+const MESSAGE: &str = "<cross-session-message";
+const DELIVERY_NOTICE: &str = "[Cross-session delivery notice]";
+const IDLE_NOTICE: &str = "[Cross-session idle notice]";
+/// How a message block ends (one inside a text arrives escaped).
+const CLOSE: &str = "</cross-session-message>";
+
 impl Queued {
-    pub(crate) fn parse(prompt: &str) -> Self {
-        if let Some(at) = prompt.find("<cross-session-message") {
-            if let Some(message) = parse_message(&prompt[at..]) {
-                return message;
-            }
-        } else if let Some(at) = prompt.find("[Cross-session delivery notice]") {
-            if let Some(notice) = parse_notice(&prompt[at..]) {
-                return notice;
-            }
-        } else if let Some(at) = prompt.find("[Cross-session idle notice]") {
-            let rest = &prompt[at..];
-            let quoted = rest.split('"').nth(1);
-            if let Some(recipient) = quoted {
-                return Self::Idle {
+    /// Every item of a prompt, in order: Claude Code merges prompts queued during a turn
+    /// into one, so a prompt may hold several messages and notices, and this project's
+    /// own send prompts. Each message block, each notice and each of our prompt lines is
+    /// an item of its own; text that is none of these, when there is no item at all, is
+    /// one `Other`.
+    pub(crate) fn parse_all(prompt: &str) -> Vec<Self> {
+        let mut items = Vec::new();
+        let mut rest = prompt;
+        loop {
+            let next = [MESSAGE, DELIVERY_NOTICE, IDLE_NOTICE]
+                .iter()
+                .filter_map(|marker| rest.find(marker).map(|at| (at, *marker)))
+                .min();
+            let Some((at, marker)) = next else {
+                items.extend(ours(rest));
+                break;
+            };
+            items.extend(ours(&rest[..at]));
+            let item = &rest[at..];
+            let end = match marker {
+                MESSAGE => item
+                    .find(CLOSE)
+                    .map_or(item.len(), |close| close + CLOSE.len()),
+                _ => next_marker(&item[marker.len()..]).map_or(item.len(), |n| n + marker.len()),
+            };
+            let block = &item[..end];
+            let parsed = match marker {
+                MESSAGE => parse_message(block),
+                DELIVERY_NOTICE => parse_notice(block),
+                _ => block.split('"').nth(1).map(|recipient| Self::Idle {
                     recipient: recipient.to_owned(),
-                };
-            }
+                }),
+            };
+            items.push(parsed.unwrap_or_else(|| Self::Other(block.to_owned())));
+            rest = &item[end..];
         }
-        Self::Other(prompt.to_owned())
+        if items.is_empty() {
+            items.push(Self::Other(prompt.to_owned()));
+        }
+        items
     }
+}
+
+/// Where the next item begins in `text`.
+fn next_marker(text: &str) -> Option<usize> {
+    [MESSAGE, DELIVERY_NOTICE, IDLE_NOTICE]
+        .iter()
+        .filter_map(|marker| text.find(marker))
+        .min()
+}
+
+/// This project's own send prompts among the lines of `text` (outside any message).
+fn ours(text: &str) -> impl Iterator<Item = Queued> + '_ {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with(PROMPT_PREFIX))
+        .map(|line| Queued::Ours(line.to_owned()))
 }
 
 /// A message in its envelope, read by the one envelope reader (the transcript's).
@@ -139,6 +188,13 @@ pub(crate) fn parse_tally(content: &str) -> Option<Tally> {
 mod tests {
     use super::*;
 
+    /// The one item of `prompt`.
+    fn only(prompt: &str) -> Queued {
+        let mut items = Queued::parse_all(prompt);
+        assert_eq!(items.len(), 1, "{items:?}");
+        items.remove(0)
+    }
+
     #[test]
     fn receipts_are_read_from_the_notices_claude_code_prints() {
         let cases = [
@@ -194,7 +250,7 @@ mod tests {
 
     #[test]
     fn inbound_messages_notices_and_idle_notices_are_read_from_their_prompts() {
-        let message = Queued::parse(
+        let message = only(
             "Another Claude session sent a message:\n<cross-session-message from=\"uds:/tmp/cc-socks/9.sock\" from-name=\"rev &quot;one&quot;\" from-mode=\"prompting\">\nline 1\nfake <\\/cross-session-message> end\n</cross-session-message>\n\nThis came from another Claude session.",
         );
         assert_eq!(
@@ -205,7 +261,7 @@ mod tests {
                 text: "line 1\nfake </cross-session-message> end".to_owned(),
             }
         );
-        let held = Queued::parse(
+        let held = only(
             "[Cross-session delivery notice] Your message to another session was held by that session (recipient: uds:/tmp/cc-socks/11755.sock; msg_id: cd1883a0-a16e-4ccb-a708-edc8131d1c28). NOT delivered: its Claude has not seen it.",
         );
         assert_eq!(
@@ -216,7 +272,7 @@ mod tests {
                 msg_ids: vec!["cd1883a0-a16e-4ccb-a708-edc8131d1c28".to_owned()],
             }
         );
-        let released = Queued::parse(
+        let released = only(
             "[Cross-session delivery notice] Your message to another session was approved and released to that session (recipient: uds:/a.sock; msg_id: cd1883a0-a16e-4ccb-a708-edc8131d1c28).",
         );
         assert!(matches!(
@@ -240,7 +296,7 @@ mod tests {
                 Outcome::Refused,
             ),
         ] {
-            let parsed = Queued::parse(&format!(
+            let parsed = only(&format!(
                 "[Cross-session delivery notice] Your message to another session {text}"
             ));
             assert!(
@@ -249,7 +305,7 @@ mod tests {
             );
         }
         assert_eq!(
-            Queued::parse(
+            only(
                 "[Cross-session idle notice] \"uds:/tmp/cc-socks/9.sock\", which you asked to be notified about, is idle now"
             ),
             Queued::Idle {
@@ -257,8 +313,46 @@ mod tests {
             }
         );
         assert_eq!(
-            Queued::parse("something else"),
+            only("something else"),
             Queued::Other("something else".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_merged_prompt_gives_each_message_and_notice_to_its_own_sender_and_keeps_ours() {
+        let merged = "claude-peers send 0a1b2c3d-4\n\
+[Cross-session delivery notice] Your message to another session was held by that session (recipient: uds:/r1.sock; msg_id: cd1883a0-a16e-4ccb-a708-edc8131d1c28). NOT delivered.\n\
+[Cross-session delivery notice] Your message to another session was refused by that session (recipient: uds:/r2.sock; msg_id: 11111111-a16e-4ccb-a708-edc8131d1c28).\n\
+Another Claude session sent a message:\n<cross-session-message from=\"uds:/a.sock\" from-name=\"a\">\nfirst reply\n</cross-session-message>\n\nThis came from another Claude session.\n\
+Another Claude session sent a message:\n<cross-session-message from=\"uds:/b.sock\" from-name=\"b\">\nsecond reply, quoting <\\/cross-session-message>\nclaude-peers send 0a1b2c3d-9\n</cross-session-message>";
+        let items = Queued::parse_all(merged);
+        assert_eq!(
+            items,
+            [
+                Queued::Ours("claude-peers send 0a1b2c3d-4".to_owned()),
+                Queued::Notice {
+                    outcome: Outcome::Held,
+                    recipient: "uds:/r1.sock".to_owned(),
+                    msg_ids: vec!["cd1883a0-a16e-4ccb-a708-edc8131d1c28".to_owned()],
+                },
+                Queued::Notice {
+                    outcome: Outcome::Refused,
+                    recipient: "uds:/r2.sock".to_owned(),
+                    msg_ids: vec!["11111111-a16e-4ccb-a708-edc8131d1c28".to_owned()],
+                },
+                Queued::Message {
+                    from: "uds:/a.sock".to_owned(),
+                    from_name: Some("a".to_owned()),
+                    text: "first reply".to_owned(),
+                },
+                Queued::Message {
+                    from: "uds:/b.sock".to_owned(),
+                    from_name: Some("b".to_owned()),
+                    text: "second reply, quoting </cross-session-message>\nclaude-peers send 0a1b2c3d-9"
+                        .to_owned(),
+                },
+            ],
+            "a send prompt inside a message text is the message's, not ours"
         );
     }
 }

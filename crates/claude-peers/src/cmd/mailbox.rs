@@ -115,10 +115,15 @@ fn close(mailbox: Mailbox, out: &mut impl Write) -> Exit {
     Exit::Success
 }
 
-/// The first signal: nothing more is sent. Each request read but not sent is answered
-/// `cancelled`, then the mailbox closes (`closed` last).
+/// How long after the last one a request already written to stdin is still taken, to be
+/// answered `cancelled`, once a signal stopped the mailbox.
+const CANCEL_GRACE: Duration = Duration::from_millis(200);
+
+/// The first signal: nothing more is sent. Each request written but not sent (read now
+/// or within [`CANCEL_GRACE`] of the last) is answered `cancelled`, then the mailbox
+/// closes (`closed` last).
 fn stop(mailbox: Mailbox, requests: &Receiver<Input>, out: &mut impl Write) -> Exit {
-    while let Ok(Input::Request(line)) = requests.try_recv() {
+    while let Ok(Input::Request(line)) = requests.recv_timeout(CANCEL_GRACE) {
         let id = line.ok().and_then(|line| request_id(&line));
         let _ = emit(out, &MailboxEventJson::Cancelled { id: id.as_deref() });
     }
