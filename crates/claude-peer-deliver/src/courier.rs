@@ -145,6 +145,32 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
     /// The receiving session's inbound policy as far as files show, refusing `refuse`
     /// and a policy in doubt.
     fn inbound(&self, home: &ClaudeHome, session: &AddressableSession) -> Result<Allowed, Error> {
+        let (inbound, policy, cwd) = self.decide_inbound(home, session)?;
+        Ok(Allowed {
+            cwd,
+            policy,
+            inbound,
+        })
+    }
+
+    /// Whether `session` of `home` takes messages, by the gate's own rule: its inbound
+    /// policy as far as files show, and the policy that decided it; a policy that
+    /// refuses, or cannot be told, is the refusal `inbound_refused` naming why (the
+    /// layer that refuses, or the file that cannot be read). Nothing is sent.
+    pub fn inbound_of(
+        &self,
+        home: &ClaudeHome,
+        session: &AddressableSession,
+    ) -> Result<(Inbound, EffectivePolicy), Error> {
+        self.decide_inbound(home, session)
+            .map(|(inbound, policy, _)| (inbound, policy))
+    }
+
+    fn decide_inbound(
+        &self,
+        home: &ClaudeHome,
+        session: &AddressableSession,
+    ) -> Result<(Inbound, EffectivePolicy, PathBuf), Error> {
         let id = session.record.session_id.as_str();
         let cwd = session.record.cwd.as_deref();
         let Some(cwd) = cwd.map(Path::new).filter(|cwd| cwd.is_absolute()) else {
@@ -199,11 +225,7 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
                 Inbound::MayHold
             }
         };
-        Ok(Allowed {
-            cwd: cwd.to_path_buf(),
-            policy,
-            inbound,
-        })
+        Ok((inbound, policy, cwd.to_path_buf()))
     }
 }
 

@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use claude_peer_deliver::Inbound;
 use claude_peer_deliver::child::{ChildGroup, Ended};
 use claude_peer_probe::{BoundedRead, Links, Opens, ReadError};
 use claude_peer_resolve::{AddressableSession, Discovery, LiveSession, Scan};
 use claude_peer_sender::{Capabilities, DEFAULT_SENDER_NAME};
-use claude_peer_settings::{EffectiveValue, LayerState};
 use serde_json::Value;
 
+use crate::ops::Context;
 use crate::ops::send::{self, ClaudeBinary};
-use crate::ops::{Context, policy};
 
 /// How long `claude --version` may take.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
@@ -396,70 +396,41 @@ fn target(ctx: &Context, session: &str) -> Result<AddressableSession, String> {
         .map_err(|err| err.to_string())
 }
 
+/// The gate's own decision ([`claude_peer_deliver::Courier::inbound_of`]): a refusal
+/// there is a refusal here, in the same words.
 fn inbound_check(ctx: &Context, target: &AddressableSession) -> Check {
-    let cwd = target.record.cwd.as_deref().map(PathBuf::from);
-    let Some(cwd) = cwd.filter(|cwd| cwd.is_absolute()) else {
-        return Check::fail(
+    match ctx.courier().inbound_of(&ctx.home, target) {
+        Err(err) => Check::fail(
             "inbound",
-            "its record names no absolute working directory, so its project settings cannot be read",
-            "nothing to do here: a send to it is refused",
-        );
-    };
-    let policy = match policy::effective(ctx, Some(cwd)) {
-        Ok(policy) => policy,
-        Err(failure) => {
-            return Check::fail("inbound", failure.message, "fix the settings file it names");
-        }
-    };
-    let decided = policy
-        .layers
-        .iter()
-        .find(|layer| Some(layer.layer) == policy.decided_by)
-        .map_or_else(
-            || "no layer sets it".to_owned(),
-            |layer| {
+            err.to_string(),
+            "set its crossSessionInbound to accept (or hold) in the file named, or make that file readable; for the user's own settings: claude-peers settings set accept",
+        ),
+        Ok((inbound, policy)) => {
+            let decided = policy
+                .layers
+                .iter()
+                .find(|layer| Some(layer.layer) == policy.decided_by)
+                .map_or_else(
+                    || "no layer sets it".to_owned(),
+                    |layer| {
+                        format!(
+                            "its {} settings `{}`",
+                            layer.layer.as_str(),
+                            layer.path.display()
+                        )
+                    },
+                );
+            let what = match inbound {
+                Inbound::Automatic => "messages are read at once",
+                Inbound::MayHold => "a message may wait for its user's approval",
+            };
+            Check::pass(
+                "inbound",
                 format!(
-                    "its {} settings `{}`",
-                    layer.layer.as_str(),
-                    layer.path.display()
-                )
-            },
-        );
-    if !policy.complete {
-        let unreadable: Vec<String> = policy
-            .layers
-            .iter()
-            .filter_map(|layer| match &layer.state {
-                LayerState::Error { message, .. } => Some(message.clone()),
-                _ => None,
-            })
-            .collect();
-        return Check::fail(
-            "inbound",
-            format!("its policy cannot be told: {}", unreadable.join("; ")),
-            "fix the settings file named, or a send to it is refused",
-        );
-    }
-    match policy.value {
-        EffectiveValue::Refuse => Check::fail(
-            "inbound",
-            format!(
-                "crossSessionInbound is `refuse`, decided by {decided}: it refuses messages from other sessions"
-            ),
-            "set it to accept (or hold) in that file; for the user's own settings: claude-peers settings set accept",
-        ),
-        EffectiveValue::Accept => Check::pass(
-            "inbound",
-            format!(
-                "crossSessionInbound is `accept`, decided by {decided}: messages are read at once"
-            ),
-        ),
-        EffectiveValue::Hold | EffectiveValue::Default => Check::pass(
-            "inbound",
-            format!(
-                "crossSessionInbound is `{}`, decided by {decided}: a message may wait for its user's approval",
-                policy.value.as_str()
-            ),
-        ),
+                    "crossSessionInbound is `{}`, decided by {decided}: {what}",
+                    policy.value.as_str()
+                ),
+            )
+        }
     }
 }

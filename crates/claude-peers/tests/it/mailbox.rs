@@ -514,18 +514,9 @@ fn a_burst_of_forty_to_one_receiver_is_reconciled_by_counts() {
     );
 }
 
-/// A receiver whose every model turn takes `turn`.
-fn slow_receiver(turn: Duration) -> Receiver {
-    let slow = Arc::new(move |_: &Value| {
-        thread::sleep(turn);
-        Reply::Text("Done thinking.".to_owned())
-    });
-    Receiver::start_with(Some("accept"), &[], slow)
-}
-
 #[test]
 fn a_busy_receiver_is_reported_queued_then_read_after_its_turn() {
-    let receiver = slow_receiver(Duration::from_secs(6));
+    let receiver = Receiver::slow(Duration::from_secs(6));
     receiver.make_busy();
     let mut mailbox = MailboxProcess::start(receiver.home.path());
     mailbox.send("r1", &receiver.session_id, "after your turn", false);
@@ -549,7 +540,7 @@ fn a_busy_receiver_is_reported_queued_then_read_after_its_turn() {
 
 #[test]
 fn a_clear_between_send_and_read_never_reports_a_read_that_did_not_happen() {
-    let receiver = slow_receiver(Duration::from_secs(6));
+    let receiver = Receiver::slow(Duration::from_secs(6));
     receiver.make_busy();
     let mut mailbox = MailboxProcess::start(receiver.home.path());
     mailbox.send("r1", &receiver.session_id, "before the clear", false);

@@ -2,27 +2,13 @@
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::sync::Arc;
-use std::thread;
 use std::time::Duration;
-
-use claude_peer_sender::endpoint::Reply;
-use serde_json::Value;
 
 use crate::receiver::{Burners, Receiver, wait_for};
 
-/// A receiver whose every model turn takes `turn`.
-fn slow_receiver(turn: Duration) -> Receiver {
-    let slow = Arc::new(move |_: &Value| {
-        thread::sleep(turn);
-        Reply::Text("Done thinking.".to_owned())
-    });
-    Receiver::start_with(Some("accept"), &[], slow)
-}
-
 #[test]
 fn a_busy_receiver_queues_the_message_and_reads_it_after_its_turn() {
-    let receiver = slow_receiver(Duration::from_secs(10));
+    let receiver = Receiver::slow(Duration::from_secs(10));
     receiver.make_busy();
     let runtime = tempfile::tempdir().unwrap();
 

@@ -87,6 +87,15 @@ impl Receiver {
         Self::spawn(&settings, args, &[], script)
     }
 
+    /// A receiver that accepts messages and whose every model turn takes `turn`.
+    pub(crate) fn slow(turn: Duration) -> Self {
+        let slow = Arc::new(move |_: &Value| {
+            thread::sleep(turn);
+            Reply::Text("Done thinking.".to_owned())
+        });
+        Self::start_with(Some("accept"), &[], slow)
+    }
+
     /// Starts a receiver that bypasses permission prompts (allowed as root with
     /// `IS_SANDBOX=1`) with no policy set, so messages from a sender that does not are
     /// held in a dialog; `settings` adds to its user settings (`dialogExpiry`).
