@@ -22,8 +22,15 @@ pub(super) struct Job {
     pub(super) issued: usize,
 }
 
+/// What Claude Code asks its model when a conversation has grown too long: a summary,
+/// from which it then goes on alone (observed with 2.1.332 after about 50 sends of
+/// 60 KiB: "Your task is to create a detailed summary of the conversation so far").
+const COMPACTION: &str = "summary of the conversation so far";
+
 /// The scripted model of a sender: a prompt carrying a job's token gets the job's next
-/// call, each result the next one, and then (or for anything else) a final text.
+/// call, each result the next one, and then (or for anything else) a final text. A job
+/// is forgotten once its last call is made, so the jobs held follow the sends pending,
+/// not the sends made.
 #[derive(Debug, Default)]
 pub(super) struct Jobs(Mutex<Vec<Job>>);
 
@@ -31,22 +38,61 @@ impl Jobs {
     pub(super) fn reply(&self, request: &Value) -> Reply {
         let texts = user_texts(request);
         let mut jobs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let next = jobs.iter_mut().find(|job| {
-            job.issued < job.calls.len() && texts.iter().any(|t| t.contains(&job.token))
-        });
-        match next {
-            Some(job) => {
-                let call = job.calls[job.issued].clone();
-                job.issued += 1;
-                Reply::ToolUse {
-                    id: call.id,
-                    name: "SendMessage".to_owned(),
-                    input: call.input,
-                }
-            }
-            None => Reply::Text("Done.".to_owned()),
+        if is_compaction(request) {
+            return Reply::Text(summary(&jobs));
+        }
+        let next = jobs
+            .iter()
+            .position(|job| texts.iter().any(|t| t.contains(&job.token)));
+        let Some(at) = next else {
+            return Reply::Text("Done.".to_owned());
+        };
+        let job = &mut jobs[at];
+        let call = job.calls[job.issued].clone();
+        job.issued += 1;
+        if job.issued == job.calls.len() {
+            jobs.remove(at);
+        }
+        Reply::ToolUse {
+            id: call.id,
+            name: "SendMessage".to_owned(),
+            input: call.input,
         }
     }
+}
+
+/// Whether `request` asks for a summary of the conversation (its last user message says
+/// so): it is answered with text alone, whatever its history holds.
+fn is_compaction(request: &Value) -> bool {
+    let last_user = request
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|messages| {
+            messages
+                .iter()
+                .rev()
+                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        });
+    last_user.is_some_and(|message| {
+        user_texts_of(message)
+            .iter()
+            .any(|text| text.contains(COMPACTION))
+    })
+}
+
+/// The summary a compacted sender goes on from: nothing of the sends made is worth
+/// keeping (each was one planned call), but the tokens of the sends still pending are,
+/// so their prompts find their calls again after the compaction.
+fn summary(jobs: &[Job]) -> String {
+    let pending: Vec<&str> = jobs.iter().map(|job| job.token.as_str()).collect();
+    format!(
+        "<analysis>A scripted sender: every earlier request was one planned SendMessage, made.</analysis>\n<summary>Nothing earlier is needed.{}</summary>",
+        if pending.is_empty() {
+            String::new()
+        } else {
+            format!(" Pending:\n{}", pending.join("\n"))
+        }
+    )
 }
 
 /// The text of every user message of a request (its prompts, not tool results).
@@ -56,17 +102,20 @@ fn user_texts(request: &Value) -> Vec<&str> {
         .into_iter()
         .flatten()
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"));
-    users
-        .flat_map(|m| match m.get("content") {
-            Some(Value::String(text)) => vec![text.as_str()],
-            Some(Value::Array(blocks)) => blocks
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect(),
-            _ => Vec::new(),
-        })
-        .collect()
+    users.flat_map(user_texts_of).collect()
+}
+
+/// The text blocks of one message.
+fn user_texts_of(message: &Value) -> Vec<&str> {
+    match message.get("content") {
+        Some(Value::String(text)) => vec![text.as_str()],
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 impl Jobs {
@@ -155,5 +204,51 @@ mod tests {
             ))),
             Some("b")
         );
+    }
+
+    #[test]
+    fn a_compaction_is_answered_with_text_naming_what_is_pending_and_finished_jobs_go() {
+        let jobs = Jobs::default();
+        jobs.0
+            .lock()
+            .unwrap()
+            .push(job("claude-peers send t1", &["a"]));
+        jobs.0
+            .lock()
+            .unwrap()
+            .push(job("claude-peers send t2", &["b"]));
+        assert_eq!(
+            called(&jobs.reply(&request(&["claude-peers send t1"], false))),
+            Some("a")
+        );
+        assert_eq!(
+            jobs.0.lock().unwrap().len(),
+            1,
+            "a finished job is forgotten"
+        );
+        let compaction = request(
+            &[
+                "claude-peers send t2",
+                "CRITICAL: Respond with TEXT ONLY. Your task is to create a detailed summary of the conversation so far",
+            ],
+            false,
+        );
+        let Reply::Text(summary) = jobs.reply(&compaction) else {
+            panic!("a compaction is never answered with a tool call, even with a send pending");
+        };
+        assert!(
+            summary.contains("<summary>") && summary.contains("claude-peers send t2"),
+            "{summary}"
+        );
+        assert!(
+            !summary.contains("send t1"),
+            "nothing of what was made: {summary}"
+        );
+        // Claude Code goes on from the summary alone: the pending send is still made.
+        let continued = request(
+            &[&format!("This session is being continued. {summary}")],
+            false,
+        );
+        assert_eq!(called(&jobs.reply(&continued)), Some("b"));
     }
 }

@@ -721,3 +721,42 @@ fn a_flood_of_a_million_requests_keeps_the_mailbox_small() {
     let closed = mailbox.until(Duration::from_secs(15), |e| is(e, "closed"));
     assert_eq!(closed.last().unwrap()["unknown"], json!([]));
 }
+
+#[test]
+fn sixty_sends_of_60_kib_outlast_the_senders_compaction_and_their_later_outcomes_arrive() {
+    // Claude Code 2.1.332 compacts the sender's history after about fifty such sends;
+    // every send after it is still made, and every one before it still hears back.
+    let receiver = Receiver::start(Some("hold"), &[]);
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    let text = "0123456789abcdef".repeat(60 * 1024 / 16);
+    let mut events = Vec::new();
+    let mut sent = Vec::new();
+    for n in 0..60 {
+        mailbox.send(
+            &format!("r{n}"),
+            &receiver.session_id,
+            &format!("{n} {text}"),
+            false,
+        );
+        events.extend(mailbox.until(Duration::from_secs(60), |e| {
+            is(e, "sent") || is(e, "refused") || is(e, "error")
+        }));
+        let answer = events.last().unwrap();
+        assert!(is(answer, "sent"), "send {n}: {answer}");
+        sent.push(msg_id(answer));
+    }
+    set_policy(receiver.home.path(), "accept");
+    while receipts(&events, "released").1 < 60 {
+        events.extend(mailbox.until(Duration::from_secs(60), |e| is(e, "receipt")));
+    }
+    // Releases come in coalesced batches naming a few messages each: every message is
+    // counted, those named are ours, and the first, sent long before the compaction, is
+    // among them.
+    let (released, count) = receipts(&events, "released");
+    assert_eq!(count, 60, "{events:#?}");
+    assert!(released.iter().all(|id| sent.contains(id)), "{released:?}");
+    assert!(
+        released.contains(&sent[0]),
+        "the first message's release reached the mailbox"
+    );
+}
