@@ -163,6 +163,10 @@ fn answer(
                 return respond_error(out, 400, "invalid_request_error", "the body is not JSON");
             };
             let reply = script.reply(&body);
+            // What the request would cost a model, about four bytes a token: Claude Code
+            // compacts a conversation by the usage it is told, so a long-lived sender's
+            // history stays bounded by it.
+            let tokens = request.body.len() / 4;
             let model = body
                 .get("model")
                 .and_then(Value::as_str)
@@ -172,14 +176,14 @@ fn answer(
                     out,
                     200,
                     "text/event-stream",
-                    stream_events(model, &reply).as_bytes(),
+                    stream_events(model, &reply, tokens).as_bytes(),
                 )
             } else {
                 respond(
                     out,
                     200,
                     "application/json",
-                    message(model, &reply).to_string().as_bytes(),
+                    message(model, &reply, tokens).to_string().as_bytes(),
                 )
             }
         }
@@ -288,17 +292,17 @@ fn content(reply: &Reply) -> (Value, &'static str) {
 }
 
 /// A whole (non-streamed) message.
-fn message(model: &str, reply: &Reply) -> Value {
+fn message(model: &str, reply: &Reply, input_tokens: usize) -> Value {
     let (block, stop) = content(reply);
     json!({
         "id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
         "content": [block], "stop_reason": stop, "stop_sequence": null,
-        "usage": {"input_tokens": 1, "output_tokens": 1},
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1},
     })
 }
 
 /// The same message as server-sent events, as the streaming API sends it.
-fn stream_events(model: &str, reply: &Reply) -> String {
+fn stream_events(model: &str, reply: &Reply, input_tokens: usize) -> String {
     let (block, stop) = content(reply);
     let (start, delta) = match reply {
         Reply::Text(text) => (
@@ -314,7 +318,7 @@ fn stream_events(model: &str, reply: &Reply) -> String {
             )
         }
     };
-    let mut start_message = message(model, reply);
+    let mut start_message = message(model, reply, input_tokens);
     start_message["content"] = json!([]);
     start_message["stop_reason"] = Value::Null;
     let events = [

@@ -105,6 +105,19 @@ fn a_tool_call_streams_as_the_messages_api_does_with_the_exact_input() {
     let events = events_of(&response);
     assert_eq!(events[2]["delta"]["text"], "Done.");
     assert_eq!(events[4]["delta"]["stop_reason"], "end_turn");
+
+    // The usage reported follows the request's size (about four bytes a token), so
+    // Claude Code's own compaction keeps a long-lived sender's history bounded.
+    let long =
+        json!({"stream": true, "messages": [{"role": "user", "content": "y".repeat(400_000)}]});
+    let response = exchange(&endpoint, &post("x-api-key: s3cret\r\n", &long));
+    let reported = events_of(&response)[0]["message"]["usage"]["input_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        (100_000..110_000).contains(&reported),
+        "{reported} tokens for 400 kB"
+    );
 }
 
 #[test]
