@@ -67,11 +67,14 @@ pub(crate) fn doctor(ctx: &Context, session: Option<&str>, claude: Option<PathBu
             "install Claude Code (the native installer puts it in ~/.local/bin), or name it with --claude PATH",
         ),
     });
-    let capabilities = found.map(|binary| probe(&binary));
-    checks.push(messaging_check(capabilities.as_ref()));
+    let probed = match found {
+        Ok(binary) => probe(&binary),
+        Err(_) => Probed::NoClaude,
+    };
+    checks.push(messaging_check(&probed));
     let live = Discovery::os().live(&ctx.home);
     checks.push(registry_check(ctx, &live));
-    checks.push(runtime_dir_check(capabilities.as_ref(), &live));
+    checks.push(runtime_dir_check(&probed, &live));
     checks.push(hooks_check(&ctx.managed_settings));
     checks.push(endpoint_check());
     if let Some(session) = session {
@@ -151,36 +154,48 @@ fn version(claude: &Path) -> Result<String, String> {
 }
 
 /// What the found Claude Code can do, probed as a send would start it.
-fn probe(binary: &ClaudeBinary) -> Result<Capabilities, String> {
+/// What probing Claude Code found.
+#[derive(Debug)]
+enum Probed {
+    /// No Claude Code to probe.
+    NoClaude,
+    /// It could not be started as a sender, for this reason.
+    Failed(String),
+    /// What its first turn said it can do.
+    Ran(Capabilities),
+}
+
+fn probe(binary: &ClaudeBinary) -> Probed {
     let relay = send::claude(
         Some(binary.path.clone()),
         DEFAULT_SENDER_NAME.to_owned(),
         PROBE_TIMEOUT,
-    )
-    .map_err(|failure| failure.message)?;
-    relay.probe().map_err(|err| err.to_string())
+    );
+    match relay.map(|relay| relay.probe()) {
+        Ok(Ok(capabilities)) => Probed::Ran(capabilities),
+        Ok(Err(err)) => Probed::Failed(err.to_string()),
+        Err(failure) => Probed::Failed(failure.message),
+    }
 }
 
-fn messaging_check(
-    capabilities: Result<&Result<Capabilities, String>, &crate::error::Failure>,
-) -> Check {
+fn messaging_check(probed: &Probed) -> Check {
     const UPGRADE: &str = "use a Claude Code that messages other sessions (2.1.332 does): upgrade it, or name one with --claude PATH";
-    let capabilities = match capabilities {
-        Err(_) => {
+    let capabilities = match probed {
+        Probed::NoClaude => {
             return Check::fail(
                 "messaging",
                 "no Claude Code to probe",
                 "fix the claude check first",
             );
         }
-        Ok(Err(why)) => {
+        Probed::Failed(why) => {
             return Check::fail(
                 "messaging",
                 format!("Claude Code could not be started as a sender: {why}"),
                 "see the claude check; a Claude Code that starts headless (`claude -p`) is needed",
             );
         }
-        Ok(Ok(capabilities)) => capabilities,
+        Probed::Ran(capabilities) => capabilities,
     };
     let version = capabilities
         .version
@@ -243,14 +258,11 @@ fn registry_check(ctx: &Context, live: &Live) -> Check {
     }
 }
 
-fn runtime_dir_check(
-    capabilities: Result<&Result<Capabilities, String>, &crate::error::Failure>,
-    live: &Live,
-) -> Check {
-    let Ok(Ok(Capabilities {
+fn runtime_dir_check(probed: &Probed, live: &Live) -> Check {
+    let Probed::Ran(Capabilities {
         messaging_socket: Some(ours),
         ..
-    })) = capabilities
+    }) = probed
     else {
         return Check::fail(
             "runtime_dir",
