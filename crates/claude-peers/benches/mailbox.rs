@@ -1,5 +1,6 @@
 //! Per-send latency through a running mailbox against one-shot sends, side by side on
-//! the same receiver, and the mailbox's sender's resident memory idle and after 100 sends.
+//! the same receiver, and the mailbox's sender's resident memory idle and after 100 sends;
+//! then a long run: the cost per send of the last of 600 sends of 60 KiB against the first.
 // A benchmark that cannot set up should stop loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -20,6 +21,8 @@ use receiver::{Receiver, claude};
 
 const ROUNDS: usize = 9;
 const SENDS: usize = 100;
+/// The sends of the long run.
+const LONG_RUN: usize = 600;
 
 fn median(times: &mut [Duration]) -> Duration {
     times.sort_unstable();
@@ -156,5 +159,51 @@ fn main() {
     println!(
         "  the mailbox's sender, resident memory: idle {idle_rss:.0} MiB, after {} sends {loaded_rss:.0} MiB ({limited} sends refused by Claude Code's rate limit and retried)",
         SENDS + ROUNDS + 1
+    );
+    history();
+}
+
+/// 600 sends of 60 KiB through one mailbox to a holding receiver (Claude Code does not
+/// rate-limit held messages): the median request → `sent` of the last 100 against the
+/// first 100, and the sender's resident memory after 100 and after 600 sends; Claude
+/// Code compacts the sender's history on the way.
+fn history() {
+    let first = Receiver::start(Some("hold"), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let hook = vec![
+        OsString::from(env!("CARGO_BIN_EXE_claude-peers")),
+        OsString::from("hook"),
+    ];
+    let relay = ClaudeRelay::new(claude(), hook).home(work.path().join("sender-home"));
+    let courier = Courier::os().with_managed_settings(work.path().join("none.json"));
+    let mut mailbox =
+        Mailbox::with_courier(courier, ClaudeHome::new(first.home.path()), &relay).unwrap();
+    let text = "0123456789abcdef".repeat(60 * 1024 / 16);
+    let mut times = Vec::with_capacity(LONG_RUN);
+    let mut rss_at_100 = 0.0;
+    for n in 0..LONG_RUN {
+        let started = Instant::now();
+        let sent = mailbox.send(&first.session_id, &format!("{n} {text}"), Idle::Ignore);
+        times.push(started.elapsed());
+        sent.unwrap_or_else(|err| panic!("send {n}: {err}"));
+        while mailbox.next_event(Duration::ZERO).is_some() {}
+        if n + 1 == 100 {
+            rss_at_100 = rss_mib(mailbox.pid());
+        }
+    }
+    let rss_at_600 = rss_mib(mailbox.pid());
+    mailbox.close();
+    let first_100 = median(&mut times[..100].to_vec());
+    let last_100 = median(&mut times[LONG_RUN - 100..].to_vec());
+    println!(
+        "history, {LONG_RUN} sends of 60 KiB through one mailbox (medians of request → sent):"
+    );
+    println!("  first 100 sends                                   {first_100:>10.1?}");
+    println!(
+        "  last 100 sends                                    {last_100:>10.1?}  ({:.2}x the first; target 1.5x)",
+        last_100.as_secs_f64() / first_100.as_secs_f64()
+    );
+    println!(
+        "  the sender's resident memory: after 100 sends {rss_at_100:.0} MiB, after {LONG_RUN} {rss_at_600:.0} MiB"
     );
 }

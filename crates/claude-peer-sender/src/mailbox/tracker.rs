@@ -15,8 +15,9 @@ struct Unread {
     msg_id: String,
     session_id: String,
     recipient: String,
-    text: String,
-    queued: bool,
+    /// Its text, until its transcript shows it queued (from then on only its `msg_id`
+    /// is looked for).
+    text: Option<String>,
 }
 
 /// Which messages still wait for a word from their receiver.
@@ -58,8 +59,7 @@ impl Tracker {
             msg_id: msg_id.to_owned(),
             session_id: session_id.to_owned(),
             recipient: recipient.to_owned(),
-            text: text.to_owned(),
-            queued: false,
+            text: Some(text.to_owned()),
         });
         let entry = self
             .unsettled
@@ -156,7 +156,7 @@ impl Tracker {
                 Outcome::Queued,
                 self.unread
                     .iter()
-                    .position(|m| m.session_id == session_id && !m.queued && &m.text == text)?,
+                    .position(|m| m.session_id == session_id && m.text.as_ref() == Some(text))?,
             ),
             Fact::Held { from: by, preview } if by == from => {
                 let preview = preview.trim_end_matches('…');
@@ -169,8 +169,7 @@ impl Tracker {
                     Outcome::Held,
                     self.unread.iter().position(|m| {
                         m.session_id == session_id
-                            && !m.queued
-                            && m.text.starts_with(preview)
+                            && m.text.as_deref().is_some_and(|t| t.starts_with(preview))
                             && unsettled(&m.msg_id)
                     })?,
                 )
@@ -187,7 +186,7 @@ impl Tracker {
                 self.unread.remove(at);
                 self.read.insert(msg_id.clone());
             }
-            Outcome::Queued => message.queued = true,
+            Outcome::Queued => message.text = None,
             _ => {
                 self.seen_held.push((msg_id, recipient));
                 return None;
@@ -213,6 +212,8 @@ impl Tracker {
         due.into_iter()
             .filter_map(|recipient| {
                 let (_, msg_ids) = self.unsettled.remove(&recipient)?;
+                // Decided: no transcript line is waited for any more.
+                self.unread.retain(|m| !msg_ids.contains(&m.msg_id));
                 Some(Receipt {
                     outcome: Outcome::Accepted,
                     basis: Basis::Silence,
