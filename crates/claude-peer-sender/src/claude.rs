@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use claude_peer_resolve::RefusalKind;
 
-use crate::sender::{Idle, Sender, SenderOptions};
-use crate::stream::Line;
+use crate::sender::{Idle, JobIds, Sender, SenderOptions};
+use crate::stream::{Line, Queued};
 use crate::witness::{Heard, Witness};
 use crate::{Cancel, Error, hook};
 use claude_peer_deliver::{Basis, Confirmation, Outcome, Receipt, Relay, RelayFailure, Target};
@@ -70,6 +70,21 @@ impl ClaudeRelay {
     pub fn home(mut self, dir: impl Into<PathBuf>) -> Self {
         self.options.home = Some(dir.into());
         self
+    }
+
+    /// The machine's managed settings, whose hook switches stop every send before a
+    /// sender starts [default: `/etc/claude-code/managed-settings.json`].
+    #[must_use]
+    pub fn managed_settings(mut self, path: impl Into<PathBuf>) -> Self {
+        self.options.managed_settings = path.into();
+        self
+    }
+
+    /// Whether a send could start: the sender's name can be shown, and no managed
+    /// setting keeps the hooks that guard it from running. Every send checks this
+    /// first; call it to refuse before anything else is done.
+    pub fn check(&self) -> Result<(), Error> {
+        self.options.check()
     }
 
     /// Kills the sender when a send is not settled `timeout` after it started.
@@ -211,7 +226,7 @@ fn send_once(
         .request(target, message, Idle::Ignore)
         .map_err(|err| RelayFailure::new(err.to_string()))?;
     let mut early = Vec::new();
-    let msg_id = await_result(sender, &ids.send, deadline, TurnEnd::Fails, |line| {
+    let msg_id = await_sent(sender, &ids, deadline, TurnEnd::Fails, |line| {
         early.push(line);
     })?;
     let sent = Sent {
@@ -379,6 +394,27 @@ pub(crate) enum TurnEnd {
     Continues,
 }
 
+/// Follows the sender's stream through a job's canary to the tool result of its send,
+/// handing every other line to `other`: the `msg_id` on success. Nothing is sent unless
+/// the guard proved it runs by blocking the canary ([`hook::canary_blocked`], the same
+/// fact the scripted model goes by); without that proof, `delivery_failed` says why.
+pub(crate) fn await_sent(
+    sender: &mut Sender,
+    ids: &JobIds,
+    deadline: Instant,
+    turn_end: TurnEnd,
+    mut other: impl FnMut(Line),
+) -> Result<Option<String>, RelayFailure> {
+    let canary = await_call(sender, &ids.canary, deadline, turn_end, &mut other)?;
+    if !hook::canary_blocked(sender.plans(), &ids.canary) {
+        return Err(RelayFailure::new(format!(
+            "the sender's guard hook did not run (hooks switched off by managed settings, or the hook program cannot start), so nothing was sent; its check call ended: {}",
+            canary.text
+        )));
+    }
+    await_result(sender, &ids.send, deadline, turn_end, other)
+}
+
 /// Follows the sender's stream until the tool result of `id`, handing every other line
 /// to `other`; the `msg_id` on success. A failed call is the hook's refusal when it
 /// noted one, else `delivery_failed` in Claude Code's words.
@@ -389,6 +425,32 @@ pub(crate) fn await_result(
     turn_end: TurnEnd,
     mut other: impl FnMut(Line),
 ) -> Result<Option<String>, RelayFailure> {
+    let called = await_call(sender, id, deadline, turn_end, &mut other)?;
+    if called.success {
+        return Ok(called.msg_id);
+    }
+    Err(hook::read_refusal(sender.plans(), id).map_or_else(
+        || RelayFailure::new(format!("Claude Code's SendMessage failed: {}", called.text)),
+        |refusal| RelayFailure::refused(refusal.kind, refusal.message),
+    ))
+}
+
+/// What became of one tool call, as its tool result says.
+struct Called {
+    success: bool,
+    msg_id: Option<String>,
+    text: String,
+}
+
+/// Follows the sender's stream until the tool result of `id`, handing every other line
+/// to `other`.
+fn await_call(
+    sender: &mut Sender,
+    id: &str,
+    deadline: Instant,
+    turn_end: TurnEnd,
+    other: &mut impl FnMut(Line),
+) -> Result<Called, RelayFailure> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let line = match sender.lines.recv_timeout(left) {
@@ -427,13 +489,11 @@ pub(crate) fn await_result(
                 msg_id,
                 text,
             } if tool_use_id == id => {
-                if success {
-                    return Ok(msg_id);
-                }
-                return Err(hook::read_refusal(sender.plans(), id).map_or_else(
-                    || RelayFailure::new(format!("Claude Code's SendMessage failed: {text}")),
-                    |refusal| RelayFailure::refused(refusal.kind, refusal.message),
-                ));
+                return Ok(Called {
+                    success,
+                    msg_id,
+                    text,
+                });
             }
             Line::Result if turn_end == TurnEnd::Fails => {
                 return Err(RelayFailure::new(
@@ -445,6 +505,16 @@ pub(crate) fn await_result(
                 return Err(RelayFailure::new(format!(
                     "Claude Code ended before the send was settled ({status})"
                 )));
+            }
+            // The prompt hook lets every prompt of this project's own through: one
+            // blocked alone means the hook program failed, and `|| exit 2` made it block.
+            Line::Queued(items)
+                if !items.is_empty()
+                    && items.iter().all(|item| matches!(item, Queued::Ours(_))) =>
+            {
+                return Err(RelayFailure::new(
+                    "the sender's prompt hook blocked this project's own send prompt: the hook program cannot run (was it moved or removed?), so nothing was sent",
+                ));
             }
             Line::Queued(_) => {
                 sender.ask_again(&line);

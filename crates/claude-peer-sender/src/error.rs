@@ -59,6 +59,25 @@ pub enum Error {
     /// Claude Code did not begin a turn, so what it can do is unknown.
     #[error("Claude Code did not begin a turn: {0}")]
     NoTurn(String),
+    /// Managed settings keep the hooks that guard the sender from running.
+    #[error(
+        "the managed settings `{}` set `{setting}`, which keeps the hooks that guard the sender from running; nothing was sent",
+        path.display()
+    )]
+    HooksOff {
+        /// The managed settings document.
+        path: PathBuf,
+        /// The setting.
+        setting: &'static str,
+    },
+    /// The sender's name cannot be shown to receivers as it is.
+    #[error("the sender name `{name}` is not allowed: {why}")]
+    SenderName {
+        /// The name, escaped.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// The mailbox's sender has ended; nothing more can be sent through it.
     #[error("the mailbox's sender has ended")]
     Ended,
@@ -79,6 +98,8 @@ impl Error {
     pub const fn as_str(&self) -> &'static str {
         match self {
             Self::Delivery(err) => err.as_str(),
+            Self::SenderName { .. } => "invalid_sender_name",
+            Self::HooksOff { .. } => "hooks_disabled",
             _ => "sender_failed",
         }
     }

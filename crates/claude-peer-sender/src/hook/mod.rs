@@ -25,8 +25,8 @@ use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::{Discovery, Refusal, RefusalKind};
 use serde_json::Value;
 
-pub(crate) use plan::{Call, Plan, read_refusal};
-use plan::{PlanError, note_refusal};
+pub(crate) use plan::{Call, Plan, canary_blocked, read_refusal};
+use plan::{PlanError, note_canary, note_refusal};
 
 /// The largest hook input read from stdin: a 64 KiB message, JSON-escaped, with room.
 const MAX_INPUT_BYTES: u64 = 1024 * 1024;
@@ -59,14 +59,32 @@ enum Blocked {
     AlreadyMade(io::Error),
     #[error("{0}")]
     Refused(Refusal),
+    #[error("claude-peers: the guard is running (this check call is blocked on purpose)")]
+    Canary,
+    #[error("claude-peers cannot note the blocked check call: {0}")]
+    CanaryNote(io::Error),
 }
+
+/// What the `pre-tool-use` hook prints when it allows the planned call: an explicit
+/// decision, not the absence of one.
+const ALLOW: &str = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"claude-peers: the planned call"}}"#;
 
 /// Runs the hook named by `args` (`pre-tool-use PLANS` or `user-prompt-submit`) on the
 /// JSON Claude Code gives on stdin, and returns the exit status Claude Code acts on:
-/// 0 allows, 2 blocks (with the reason on stderr).
+/// 0 allows (a tool call with an explicit `allow` on stdout), 2 blocks (with the reason
+/// on stderr).
 #[must_use]
 pub fn run(args: &[OsString]) -> i32 {
-    match hook(args) {
+    let allowed = match args {
+        [mode, plans] if mode == "pre-tool-use" => read_input()
+            .and_then(|input| pre_tool_use(Path::new(plans), &input))
+            .and_then(|()| writeln!(io::stdout(), "{ALLOW}").map_err(Blocked::Input)),
+        [mode] if mode == "user-prompt-submit" => {
+            read_input().and_then(|input| user_prompt_submit(&input))
+        }
+        _ => Err(Blocked::Arguments(args.to_vec())),
+    };
+    match allowed {
         Ok(()) => 0,
         Err(why) => {
             let _ = writeln!(io::stderr(), "{why}");
@@ -75,18 +93,13 @@ pub fn run(args: &[OsString]) -> i32 {
     }
 }
 
-fn hook(args: &[OsString]) -> Result<(), Blocked> {
+fn read_input() -> Result<Value, Blocked> {
     let mut input = Vec::new();
     io::stdin()
         .take(MAX_INPUT_BYTES)
         .read_to_end(&mut input)
         .map_err(Blocked::Input)?;
-    let input: Value = serde_json::from_slice(&input).map_err(Blocked::NotJson)?;
-    match args {
-        [mode, plans] if mode == "pre-tool-use" => pre_tool_use(Path::new(plans), &input),
-        [mode] if mode == "user-prompt-submit" => user_prompt_submit(&input),
-        _ => Err(Blocked::Arguments(args.to_vec())),
-    }
+    serde_json::from_slice(&input).map_err(Blocked::NotJson)
 }
 
 fn user_prompt_submit(input: &Value) -> Result<(), Blocked> {
@@ -115,6 +128,10 @@ fn pre_tool_use(plans: &Path, input: &Value) -> Result<(), Blocked> {
         return Err(Blocked::Unplanned(id.to_owned()));
     }
     let plan = Plan::read(&plans.join(format!("{id}.json")))?;
+    if plan.call == Call::Canary {
+        note_canary(plans, id).map_err(Blocked::CanaryNote)?;
+        return Err(Blocked::Canary);
+    }
     let tool = input
         .get("tool_name")
         .and_then(Value::as_str)
@@ -149,6 +166,7 @@ fn is_as_planned(made: &Value, plan: &Plan) -> bool {
     let (message, subscribes) = match &plan.call {
         Call::Message(text) => (text.as_str(), false),
         Call::IdleSubscription => ("", true),
+        Call::Canary => return false,
     };
     field("to") == Some(plan.to().as_str())
         && field("message") == Some(message)

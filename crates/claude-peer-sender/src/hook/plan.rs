@@ -29,7 +29,14 @@ pub(crate) enum Call {
     Message(String),
     /// No message: a subscription to the target's next idle moment.
     IdleSubscription,
+    /// The call made before every send to prove the guard runs: the hook must block it
+    /// and note that it did. Addressed where no socket can be, so that even made
+    /// unguarded it reaches no one.
+    Canary,
 }
+
+/// Where a canary is addressed: a path under `/dev/null`, which no socket can have.
+const CANARY_ADDRESS: &str = "/dev/null/claude-peers-guard-check";
 
 /// Why a hook could not read a plan.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +63,7 @@ impl Plan {
             Call::IdleSubscription => {
                 json!({"to": self.to(), "message": "", "notify_when_idle": true})
             }
+            Call::Canary => json!({"to": CANARY_ADDRESS, "message": "claude-peers guard check"}),
         }
     }
 
@@ -79,6 +87,27 @@ impl Plan {
             source,
         })
     }
+}
+
+/// Where the hook notes that it blocked the canary `tool_use_id`: beside its plan.
+fn canary_path(plans: &Path, tool_use_id: &str) -> PathBuf {
+    plans.join(format!("{tool_use_id}.blocked"))
+}
+
+/// Notes that the hook blocked the canary `tool_use_id` (created once, never followed).
+pub(crate) fn note_canary(plans: &Path, tool_use_id: &str) -> io::Result<()> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(canary_path(plans, tool_use_id))
+        .map(drop)
+}
+
+/// Whether the hook blocked the canary `tool_use_id` and noted it: the proof that the
+/// guard runs. The scripted model makes no planned call of a job without it, and the
+/// relay reports its absence.
+pub(crate) fn canary_blocked(plans: &Path, tool_use_id: &str) -> bool {
+    fs::symlink_metadata(canary_path(plans, tool_use_id)).is_ok_and(|meta| meta.is_file())
 }
 
 /// Where the hook notes why it blocked the planned call `tool_use_id`: beside its plan.

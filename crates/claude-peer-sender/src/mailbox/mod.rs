@@ -19,7 +19,7 @@ use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
 
 use crate::Error;
-use crate::claude::{TurnEnd, await_result};
+use crate::claude::{TurnEnd, await_result, await_sent};
 use crate::sender::{Idle, Sender};
 use crate::stream::{Line, Queued};
 use crate::witness::{Heard, Witness};
@@ -450,15 +450,9 @@ impl Relay for MailboxRelay<'_> {
         let ids = sender
             .request(target, message, self.idle)
             .map_err(|err| RelayFailure::new(err.to_string()))?;
-        let msg_id = await_result(
-            &mut sender,
-            &ids.send,
-            deadline,
-            TurnEnd::Continues,
-            |line| {
-                other(line, &mut tracker);
-            },
-        )?;
+        let msg_id = await_sent(&mut sender, &ids, deadline, TurnEnd::Continues, |line| {
+            other(line, &mut tracker);
+        })?;
         if let Some(msg_id) = &msg_id {
             let recipient = format!("uds:{}", target.socket.display());
             tracker.sent(msg_id, &recipient, &target.session_id, message);

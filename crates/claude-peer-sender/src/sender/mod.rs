@@ -42,13 +42,15 @@ const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 /// How long a sender whose stdin closed may take to exit cleanly before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
 
-/// Which Claude Code sends, as whom, with which hook program, from which home.
+/// Which Claude Code sends, as whom, with which hook program, from which home, under
+/// which managed settings.
 #[derive(Debug, Clone)]
 pub(crate) struct SenderOptions {
     pub(crate) claude: PathBuf,
     pub(crate) hook: Vec<OsString>,
     pub(crate) from: String,
     pub(crate) home: Option<PathBuf>,
+    pub(crate) managed_settings: PathBuf,
 }
 
 impl SenderOptions {
@@ -58,6 +60,24 @@ impl SenderOptions {
             hook,
             from: DEFAULT_SENDER_NAME.to_owned(),
             home: None,
+            managed_settings: PathBuf::from(claude_peer_settings::MANAGED_SETTINGS_PATH),
+        }
+    }
+
+    /// Whether a sender may start: its name can be shown, and no managed setting keeps
+    /// its hooks from running.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        crate::check_sender_name(&self.from)?;
+        match crate::managed_hooks(&self.managed_settings)
+            .off
+            .into_iter()
+            .next()
+        {
+            Some(off) => Err(Error::HooksOff {
+                path: off.path,
+                setting: off.setting,
+            }),
+            None => Ok(()),
         }
     }
 }
@@ -72,9 +92,11 @@ pub enum Idle {
     Notify,
 }
 
-/// The tool-use ids of one job: its send, and its idle subscription when asked for.
+/// The tool-use ids of one job: the canary that proves the guard runs, its send, and its
+/// idle subscription when asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct JobIds {
+    pub(crate) canary: String,
     pub(crate) send: String,
     pub(crate) subscribe: Option<String>,
 }
@@ -109,12 +131,13 @@ impl std::fmt::Debug for Sender {
 impl Sender {
     /// Prepares the private home, starts the scripted model and the sender.
     pub(crate) fn start(options: &SenderOptions) -> Result<Self, Error> {
+        options.check()?;
         let home = options
             .home
             .clone()
             .or_else(default_sender_home)
             .ok_or(Error::NoHome)?;
-        home::prepare_home(&home).map_err(|source| Error::Home {
+        let home = home::prepare_home(&home).map_err(|source| Error::Home {
             path: home.clone(),
             source,
         })?;
@@ -127,7 +150,7 @@ impl Sender {
                 source,
             })?;
         let secret = home::secret().map_err(Error::Random)?;
-        let jobs = Arc::new(Jobs::default());
+        let jobs = Arc::new(Jobs::new(run_dir.path().to_path_buf()));
         let script = Arc::clone(&jobs);
         let endpoint = Endpoint::start(
             &secret,
@@ -193,6 +216,7 @@ impl Sender {
         let n = self.next_job;
         self.next_job += 1;
         let ids = JobIds {
+            canary: format!("toolu_claude_peers_{n}_canary"),
             send: format!("toolu_claude_peers_{n}"),
             subscribe: (idle == Idle::Notify).then(|| format!("toolu_claude_peers_{n}_idle")),
         };
@@ -200,10 +224,13 @@ impl Sender {
             target: target.clone(),
             call,
         };
-        let mut plans = vec![(
-            ids.send.clone(),
-            plan(PlannedCall::Message(message.to_owned())),
-        )];
+        let mut plans = vec![
+            (ids.canary.clone(), plan(PlannedCall::Canary)),
+            (
+                ids.send.clone(),
+                plan(PlannedCall::Message(message.to_owned())),
+            ),
+        ];
         if let Some(id) = &ids.subscribe {
             plans.push((id.clone(), plan(PlannedCall::IdleSubscription)));
         }

@@ -1,11 +1,13 @@
 //! The sender's scripted model: each send is a *job*, a prompt carrying the job's token
 //! and the planned calls that answer it.
 
+use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
 use crate::endpoint::Reply;
+use crate::hook::canary_blocked;
 
 /// One planned `SendMessage` call: its tool-use id and input.
 #[derive(Debug, Clone)]
@@ -14,7 +16,8 @@ pub(super) struct Call {
     pub(super) input: Value,
 }
 
-/// A prompt's token and the calls that answer it, in order.
+/// A prompt's token and the calls that answer it, in order: first the canary, which the
+/// guard must block, then the planned calls.
 #[derive(Debug)]
 pub(super) struct Job {
     pub(super) token: String,
@@ -27,17 +30,33 @@ pub(super) struct Job {
 /// 60 KiB: "Your task is to create a detailed summary of the conversation so far").
 const COMPACTION: &str = "summary of the conversation so far";
 
+/// What the model says instead of a job's planned calls when the guard did not block
+/// its canary.
+const UNGUARDED: &str = "claude-peers: the guard did not block the check call; nothing is sent";
+
 /// The scripted model of a sender: a prompt carrying a job's token gets the job's next
 /// call, each result the next one, and then (or for anything else) a final text. A job
 /// is forgotten once its last call is made, so the jobs held follow the sends pending,
-/// not the sends made.
-#[derive(Debug, Default)]
-pub(super) struct Jobs(Mutex<Vec<Job>>);
+/// not the sends made. No call after a job's canary is made unless the guard noted
+/// blocking the canary in the plans directory.
+#[derive(Debug)]
+pub(super) struct Jobs {
+    jobs: Mutex<Vec<Job>>,
+    plans: PathBuf,
+}
 
 impl Jobs {
+    /// No jobs yet; the guard notes its blocked canaries in `plans`.
+    pub(super) fn new(plans: PathBuf) -> Self {
+        Self {
+            jobs: Mutex::default(),
+            plans,
+        }
+    }
+
     pub(super) fn reply(&self, request: &Value) -> Reply {
         let texts = user_texts(request);
-        let mut jobs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
         if is_compaction(request) {
             return Reply::Text(summary(&jobs));
         }
@@ -48,6 +67,10 @@ impl Jobs {
             return Reply::Text("Done.".to_owned());
         };
         let job = &mut jobs[at];
+        if job.issued > 0 && !canary_blocked(&self.plans, &job.calls[0].id) {
+            jobs.remove(at);
+            return Reply::Text(UNGUARDED.to_owned());
+        }
         let call = job.calls[job.issued].clone();
         job.issued += 1;
         if job.issued == job.calls.len() {
@@ -119,9 +142,9 @@ fn user_texts_of(message: &Value) -> Vec<&str> {
 }
 
 impl Jobs {
-    /// Adds a job: its prompt's token and its calls.
+    /// Adds a job: its prompt's token and its calls, the canary first.
     pub(super) fn push(&self, token: String, calls: Vec<Call>) {
-        self.0
+        self.jobs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(Job {
@@ -134,21 +157,49 @@ impl Jobs {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use serde_json::json;
 
     use super::*;
 
-    fn job(token: &str, ids: &[&str]) -> Job {
-        Job {
-            token: token.to_owned(),
-            calls: ids
-                .iter()
+    /// Jobs whose guard noted blocking every canary but those of `unguarded` jobs.
+    struct Script {
+        jobs: Jobs,
+        plans: tempfile::TempDir,
+    }
+
+    impl Script {
+        fn new() -> Self {
+            let plans = tempfile::tempdir().unwrap();
+            Self {
+                jobs: Jobs::new(plans.path().to_path_buf()),
+                plans,
+            }
+        }
+
+        /// A job of `token` whose calls are `ids` after its canary `<first id>_canary`,
+        /// which the guard blocked when `guarded`.
+        fn push(&self, token: &str, ids: &[&str], guarded: bool) {
+            let canary = format!("{}_canary", ids[0]);
+            if guarded {
+                fs::write(self.plans.path().join(format!("{canary}.blocked")), "").unwrap();
+            }
+            let calls = std::iter::once(canary.as_str())
+                .chain(ids.iter().copied())
                 .map(|id| Call {
-                    id: (*id).to_owned(),
+                    id: id.to_owned(),
                     input: json!({"to": "/s.sock", "message": id}),
                 })
-                .collect(),
-            issued: 0,
+                .collect();
+            self.jobs.push(token.to_owned(), calls);
+        }
+
+        fn reply(&self, request: &Value) -> Option<String> {
+            match self.jobs.reply(request) {
+                Reply::ToolUse { id, .. } => Some(id),
+                Reply::Text(_) => None,
+            }
         }
     }
 
@@ -164,65 +215,47 @@ mod tests {
         json!({"messages": messages})
     }
 
-    fn called(reply: &Reply) -> Option<&str> {
-        match reply {
-            Reply::ToolUse { id, .. } => Some(id),
-            Reply::Text(_) => None,
-        }
+    #[test]
+    fn each_planned_call_is_answered_once_in_order_and_only_for_its_prompt() {
+        let script = Script::new();
+        script.push("claude-peers send t1", &["a", "a_idle"], true);
+        script.push("claude-peers send t2", &["b"], true);
+        let t1 = |result| script.reply(&request(&["claude-peers send t1"], result));
+        assert_eq!(script.reply(&request(&["hello"], false)), None);
+        assert_eq!(t1(false).as_deref(), Some("a_canary"));
+        assert_eq!(t1(true).as_deref(), Some("a"));
+        assert_eq!(t1(true).as_deref(), Some("a_idle"));
+        assert_eq!(t1(true), None);
+        // Prompts Claude Code merged into one turn are each answered, and a token seen
+        // only inside a tool result is not a prompt.
+        let merged = request(&["claude-peers send t1\nclaude-peers send t2"], false);
+        assert_eq!(script.reply(&merged).as_deref(), Some("b_canary"));
+        assert_eq!(script.reply(&merged).as_deref(), Some("b"));
     }
 
     #[test]
-    fn each_planned_call_is_answered_once_in_order_and_only_for_its_prompt() {
-        let jobs = Jobs::default();
-        jobs.0
-            .lock()
-            .unwrap()
-            .push(job("claude-peers send t1", &["a", "a_idle"]));
-        jobs.0
-            .lock()
-            .unwrap()
-            .push(job("claude-peers send t2", &["b"]));
-        assert_eq!(called(&jobs.reply(&request(&["hello"], false))), None);
-        assert_eq!(
-            called(&jobs.reply(&request(&["claude-peers send t1"], false))),
-            Some("a")
-        );
-        assert_eq!(
-            called(&jobs.reply(&request(&["claude-peers send t1"], true))),
-            Some("a_idle")
-        );
-        assert_eq!(
-            called(&jobs.reply(&request(&["claude-peers send t1"], true))),
-            None
-        );
-        // Prompts Claude Code merged into one turn are each answered, and a token seen
-        // only inside a tool result is not a prompt.
-        assert_eq!(
-            called(&jobs.reply(&request(
-                &["claude-peers send t1\nclaude-peers send t2"],
-                false
-            ))),
-            Some("b")
-        );
+    fn no_planned_call_follows_a_canary_the_guard_did_not_block() {
+        let script = Script::new();
+        script.push("claude-peers send t1", &["a"], false);
+        let t1 = |result| script.reply(&request(&["claude-peers send t1"], result));
+        assert_eq!(t1(false).as_deref(), Some("a_canary"));
+        let Reply::Text(text) = script.jobs.reply(&request(&["claude-peers send t1"], true)) else {
+            panic!("an unguarded job made its planned call");
+        };
+        assert_eq!(text, UNGUARDED);
+        assert_eq!(t1(true), None, "the job is gone, its call never made");
     }
 
     #[test]
     fn a_compaction_is_answered_with_text_naming_what_is_pending_and_finished_jobs_go() {
-        let jobs = Jobs::default();
-        jobs.0
-            .lock()
-            .unwrap()
-            .push(job("claude-peers send t1", &["a"]));
-        jobs.0
-            .lock()
-            .unwrap()
-            .push(job("claude-peers send t2", &["b"]));
+        let script = Script::new();
+        script.push("claude-peers send t1", &["a"], true);
+        script.push("claude-peers send t2", &["b"], true);
+        let t1 = |result| script.reply(&request(&["claude-peers send t1"], result));
+        assert_eq!(t1(false).as_deref(), Some("a_canary"));
+        assert_eq!(t1(true).as_deref(), Some("a"));
         assert_eq!(
-            called(&jobs.reply(&request(&["claude-peers send t1"], false))),
-            Some("a")
-        );
-        assert_eq!(
-            jobs.0.lock().unwrap().len(),
+            script.jobs.jobs.lock().unwrap().len(),
             1,
             "a finished job is forgotten"
         );
@@ -233,7 +266,7 @@ mod tests {
             ],
             false,
         );
-        let Reply::Text(summary) = jobs.reply(&compaction) else {
+        let Reply::Text(summary) = script.jobs.reply(&compaction) else {
             panic!("a compaction is never answered with a tool call, even with a send pending");
         };
         assert!(
@@ -249,6 +282,7 @@ mod tests {
             &[&format!("This session is being continued. {summary}")],
             false,
         );
-        assert_eq!(called(&jobs.reply(&continued)), Some("b"));
+        assert_eq!(script.reply(&continued).as_deref(), Some("b_canary"));
+        assert_eq!(script.reply(&continued).as_deref(), Some("b"));
     }
 }

@@ -29,6 +29,8 @@ pub(super) fn spawn(
             "stream-json",
         ])
         .args(["--verbose", "--no-session-persistence"])
+        // SendMessage is the one tool it needs, and no MCP server of the machine starts.
+        .args(["--tools", "SendMessage", "--strict-mcp-config"])
         .arg("--settings")
         .arg(hooks(&options.hook, plans))
         .current_dir(plans)
@@ -56,7 +58,9 @@ pub(super) fn spawn(
 }
 
 /// The `--settings` layer that installs the hooks, run as `hook… pre-tool-use PLANS`
-/// and `hook… user-prompt-submit`.
+/// and `hook… user-prompt-submit`. Claude Code lets a call run when its hook crashes or
+/// cannot start (any exit but 2 is a "hook error"), so each command ends in `|| exit 2`:
+/// every failure of the hook program blocks.
 fn hooks(hook: &[OsString], plans: &Path) -> String {
     let command = |mode: &[&OsStr]| {
         let words: Vec<String> = hook
@@ -65,7 +69,8 @@ fn hooks(hook: &[OsString], plans: &Path) -> String {
             .chain(mode.iter().copied())
             .map(|word| shell_quote(&word.to_string_lossy()))
             .collect();
-        json!([{"matcher": "*", "hooks": [{"type": "command", "command": words.join(" ")}]}])
+        let command = format!("{} || exit 2", words.join(" "));
+        json!([{"matcher": "*", "hooks": [{"type": "command", "command": command}]}])
     };
     json!({
         "hooks": {
@@ -109,7 +114,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
-            r"'/opt/my tools/claude-peers' 'hook' 'pre-tool-use' '/run/it'\''s here'"
+            r"'/opt/my tools/claude-peers' 'hook' 'pre-tool-use' '/run/it'\''s here' || exit 2"
         );
     }
 }

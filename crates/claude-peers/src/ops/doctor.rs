@@ -9,10 +9,8 @@ use std::time::Duration;
 
 use claude_peer_deliver::Inbound;
 use claude_peer_deliver::child::{ChildGroup, Ended};
-use claude_peer_probe::{BoundedRead, Links, Opens, ReadError};
 use claude_peer_resolve::{AddressableSession, Discovery, LiveSession, Scan};
 use claude_peer_sender::{Capabilities, DEFAULT_SENDER_NAME};
-use serde_json::Value;
 
 use crate::ops::Context;
 use crate::ops::send::{self, ClaudeBinary};
@@ -23,8 +21,6 @@ const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a loopback connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// Managed settings are kilobytes; more is not read.
-const MAX_MANAGED_BYTES: u64 = 16 * 1024 * 1024;
 
 /// One check: its stable name, whether it passed, what was found, and what to do.
 #[derive(Debug, Clone)]
@@ -316,64 +312,44 @@ fn runtime_dir_check(probed: &Probed, live: &Live) -> Check {
 }
 
 fn hooks_check(managed: &Path) -> Check {
-    let read = BoundedRead {
-        limit: MAX_MANAGED_BYTES,
-        links: Links::Follow,
-        opens: Opens::RegularFilesOnly,
-    };
-    let bytes = match read.read(managed) {
-        Ok(file) => file.bytes,
-        Err(ReadError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Check::pass(
-                "hooks",
-                format!("no managed settings at `{}`", managed.display()),
-            );
-        }
-        Err(err) => {
-            return Check::fail(
-                "hooks",
-                format!(
-                    "cannot read the managed settings `{}`: {err}",
-                    managed.display()
-                ),
-                "make the managed settings readable, so what they switch off can be told",
-            );
-        }
-    };
-    let settings: Value = match serde_json::from_slice(&bytes) {
-        Ok(settings) => settings,
-        Err(err) => {
-            return Check::fail(
-                "hooks",
-                format!(
-                    "the managed settings `{}` are not JSON: {err}",
-                    managed.display()
-                ),
-                "fix the managed settings file",
-            );
-        }
-    };
-    let off: Vec<&str> = ["disableAllHooks", "allowManagedHooksOnly"]
-        .into_iter()
-        .filter(|key| settings.get(key) == Some(&Value::Bool(true)))
-        .collect();
-    if off.is_empty() {
+    let found = claude_peer_sender::managed_hooks(managed);
+    if !found.off.is_empty() {
+        let off: Vec<String> = found
+            .off
+            .iter()
+            .map(|off| format!("`{}` sets {}", off.path.display(), off.setting))
+            .collect();
+        return Check::fail(
+            "hooks",
+            format!(
+                "managed settings keep the hooks that guard every send from running ({}), so no send is made",
+                off.join("; ")
+            ),
+            "ask whoever manages this machine to drop that setting",
+        );
+    }
+    if !found.unreadable.is_empty() {
+        return Check::fail(
+            "hooks",
+            format!(
+                "what managed settings switch off cannot be told: {}",
+                found.unreadable.join("; ")
+            ),
+            "make the managed settings readable JSON; until then every send proves its guard runs before sending",
+        );
+    }
+    if found.read.is_empty() {
+        Check::pass(
+            "hooks",
+            format!("no managed settings at `{}`", managed.display()),
+        )
+    } else {
         Check::pass(
             "hooks",
             format!(
                 "the managed settings `{}` leave hooks on",
                 managed.display()
             ),
-        )
-    } else {
-        Check::fail(
-            "hooks",
-            format!(
-                "the managed settings `{}` set {}: the hooks that guard every send do not run",
-                managed.display(),
-                off.join(" and ")
-            ),
-            "ask whoever manages this machine to drop that setting; until then the sender runs unguarded",
         )
     }
 }

@@ -57,8 +57,12 @@ pub(crate) fn send(
     message: &str,
     relay: &Relayed,
 ) -> Result<Delivered, Failure> {
+    let claude;
     let relay: &dyn Relay = match relay {
-        Relayed::Claude(relay) => relay,
+        Relayed::Claude(relay) => {
+            claude = guarded(ctx, relay)?;
+            &claude
+        }
         Relayed::Program(relay) => relay,
     };
     Ok(ctx
@@ -71,17 +75,27 @@ pub(crate) fn mailbox(ctx: &Context, relay: &ClaudeRelay) -> Result<Mailbox, Fai
     Ok(Mailbox::with_courier(
         ctx.courier(),
         ctx.home.clone(),
-        relay,
+        &guarded(ctx, relay)?,
     )?)
 }
 
+/// `relay` under the managed settings of `ctx`, refused before anything starts when they
+/// keep its guard hooks from running.
+fn guarded(ctx: &Context, relay: &ClaudeRelay) -> Result<ClaudeRelay, Failure> {
+    let relay = relay.clone().managed_settings(&ctx.managed_settings);
+    relay.check()?;
+    Ok(relay)
+}
+
 /// The Claude sender of `send`, `mailbox` and the MCP `send_message`: the Claude Code
-/// [`find_claude`] finds, with this program as its hook.
+/// [`find_claude`] finds, with this program as its hook, sending as `from` (checked
+/// first: a name receivers could misread stops everything).
 pub(crate) fn claude(
     claude: Option<PathBuf>,
     from: String,
     timeout: Duration,
 ) -> Result<ClaudeRelay, Failure> {
+    claude_peer_sender::check_sender_name(&from)?;
     let claude = find_claude(claude)?;
     let hook = std::env::current_exe().map_err(|err| {
         Failure::error(

@@ -5,6 +5,7 @@
 
 mod claude;
 mod doctor;
+mod guard;
 mod list;
 mod mailbox;
 mod mcp;

@@ -291,7 +291,27 @@ impl Receiver {
     /// in its own socket directory. The inherited environment points everywhere else
     /// (another model, a parent session, a proxy): the sender must replace all of it.
     pub(crate) fn send(&self, cache: &Path, message: &str, args: &[&str]) -> (i32, Value, String) {
-        let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        let output = self
+            .send_command(
+                Command::new(env!("CARGO_BIN_EXE_claude-peers")),
+                cache,
+                message,
+            )
+            .args(args)
+            .output()
+            .unwrap();
+        parsed(&output)
+    }
+
+    /// The command [`Receiver::send`] runs: `command` (`claude-peers`, or what runs it)
+    /// with the arguments and environment of the send.
+    pub(crate) fn send_command(
+        &self,
+        mut command: Command,
+        cache: &Path,
+        message: &str,
+    ) -> Command {
+        command
             .arg("--home")
             .arg(self.home.path())
             .args(["--json", "send", &self.session_id, "--managed-settings"])
@@ -299,7 +319,6 @@ impl Receiver {
             .arg("--claude")
             .arg(claude())
             .args(["--message", message])
-            .args(args)
             .env_remove("XDG_RUNTIME_DIR")
             .env("XDG_CACHE_HOME", cache)
             .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
@@ -308,10 +327,8 @@ impl Receiver {
             .env("CLAUDE_CODE_MESSAGING_SOCKET", "/nonexistent/parent.sock")
             .env("CLAUDE_CONFIG_DIR", "/nonexistent/home")
             .env("HTTPS_PROXY", "http://127.0.0.1:9")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        parsed(&output)
+            .stdin(Stdio::null());
+        command
     }
 }
 

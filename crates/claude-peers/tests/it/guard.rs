@@ -1,0 +1,145 @@
+//! The sender fails closed: nothing is sent unless its guard hooks run, and its private
+//! home is refused on a way someone else could change. Real receivers, the real sender.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::receiver::{Receiver, parsed};
+
+/// Whether the receiver's transcript holds `text` anywhere (after a moment for a
+/// message in flight to land).
+fn received(receiver: &Receiver, text: &str) -> bool {
+    std::thread::sleep(Duration::from_secs(1));
+    serde_json::to_string(&receiver.transcript())
+        .unwrap()
+        .contains(text)
+}
+
+fn message_of(json: &Value) -> &str {
+    json["message"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn managed_settings_that_switch_hooks_off_refuse_the_send_before_a_sender_starts() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    for setting in ["disableAllHooks", "allowManagedHooksOnly"] {
+        let cache = tempfile::tempdir().unwrap();
+        // The file `Receiver::send` names with --managed-settings.
+        let managed = cache.path().join("no-managed-settings.json");
+        fs::write(&managed, format!(r#"{{"{setting}":true}}"#)).unwrap();
+
+        let (code, json, stderr) = receiver.send(cache.path(), "never guarded", &[]);
+
+        assert_eq!(code, 1, "{json} {stderr}");
+        assert_eq!(json["error"], "hooks_disabled", "{json}");
+        assert!(
+            message_of(&json).contains(setting)
+                && message_of(&json).contains(managed.to_str().unwrap()),
+            "{json}"
+        );
+        assert!(
+            !cache.path().join("claude-peers").exists(),
+            "no sender was prepared"
+        );
+    }
+    assert!(!received(&receiver, "never guarded"));
+}
+
+#[test]
+fn a_guard_whose_program_vanished_blocks_and_nothing_is_delivered() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let cache = tempfile::tempdir().unwrap();
+    // A copy of claude-peers, removed once started: its hooks name a program that is gone.
+    let bin = tempfile::tempdir().unwrap();
+    let program = bin.path().join("claude-peers");
+    fs::copy(env!("CARGO_BIN_EXE_claude-peers"), &program).unwrap();
+    let child = receiver
+        .send_command(Command::new(&program), cache.path(), "sent unguarded")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    fs::remove_file(&program).unwrap();
+
+    let (code, json, stderr) = parsed(&child.wait_with_output().unwrap());
+
+    assert_eq!(code, 3, "{json} {stderr}");
+    assert_eq!(json["refusal"], "delivery_failed", "{json}");
+    assert!(message_of(&json).contains("hook"), "{json}");
+    assert!(!received(&receiver, "sent unguarded"));
+}
+
+#[test]
+fn real_claude_code_skips_hooks_under_managed_switches_and_the_canary_stops_the_send() {
+    // The machine's own managed settings, in a private mount namespace: Claude Code reads
+    // /etc/claude-code/managed-settings.json, and this test must not change the machine's.
+    // claude-peers is pointed at another (missing) file, so only the canary can tell.
+    let receiver = Receiver::start(Some("accept"), &[]);
+    for setting in ["disableAllHooks", "allowManagedHooksOnly"] {
+        let cache = tempfile::tempdir().unwrap();
+        let etc = tempfile::tempdir().unwrap();
+        fs::create_dir(etc.path().join("claude-code")).unwrap();
+        fs::write(
+            etc.path().join("claude-code/managed-settings.json"),
+            format!(r#"{{"{setting}":true}}"#),
+        )
+        .unwrap();
+        let mut unshare = Command::new("unshare");
+        unshare
+            .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+            .arg(format!(
+                "mount -t overlay overlay -o lowerdir='{}':/etc /etc && exec \"$@\"",
+                etc.path().display()
+            ))
+            .args(["sh", env!("CARGO_BIN_EXE_claude-peers")]);
+        let output = receiver
+            .send_command(unshare, cache.path(), "made without its guard")
+            .output()
+            .unwrap();
+        let (code, json, stderr) = parsed(&output);
+
+        assert!(
+            !stderr.contains("unshare:") && !stderr.contains("mount:"),
+            "this test needs root to mount managed settings in a private namespace: {stderr}"
+        );
+        assert_eq!(code, 3, "{setting}: {json} {stderr}");
+        assert_eq!(json["refusal"], "delivery_failed", "{json}");
+        // Claude Code ran the check call with no hook at all (what it does under these
+        // settings), and the send stopped there.
+        assert!(
+            message_of(&json).contains("guard hook did not run")
+                && !message_of(&json).contains("hook error"),
+            "{setting}: {json}"
+        );
+    }
+    assert!(!received(&receiver, "made without its guard"));
+}
+
+#[test]
+fn a_sender_home_on_a_way_others_may_write_is_refused_by_name_and_nothing_is_created() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+    let cache = open.join("cache");
+
+    let (code, json, stderr) = receiver.send(&cache, "into a shared folder", &[]);
+
+    assert_ne!(code, 0, "{json} {stderr}");
+    assert!(
+        message_of(&json).contains(&format!("`{}`", open.display()))
+            && message_of(&json).contains("other users"),
+        "{json}"
+    );
+    assert_eq!(
+        fs::read_dir(&open).unwrap().count(),
+        0,
+        "nothing created in it"
+    );
+    assert!(!received(&receiver, "into a shared folder"));
+}
