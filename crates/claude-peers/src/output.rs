@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use crate::error::Failure;
-use crate::table::Style;
+use crate::table::{self, Style};
 
 /// The output channel of one invocation.
 #[derive(Debug)]
@@ -40,16 +40,28 @@ impl Output {
         stdout.flush()
     }
 
-    /// Prints human text as is.
+    /// Prints human text, any control character in it but newlines and tabs escaped
+    /// ([`table::lines`]): whatever of a file it quotes cannot steer the terminal.
     pub(crate) fn text(&self, text: &str) -> io::Result<()> {
+        self.styled(&table::lines(text))
+    }
+
+    /// Prints text as is, this program's colours included: every part of it that comes
+    /// from a file must already be escaped with [`table::field`].
+    pub(crate) fn styled(&self, text: &str) -> io::Result<()> {
         let mut stdout = io::stdout().lock();
         stdout.write_all(text.as_bytes())?;
         stdout.flush()
     }
 
-    /// A warning on stderr, in both modes.
+    /// A warning on stderr, in both modes, escaped as [`Output::text`] is.
     pub(crate) fn warn(&self, message: &str) {
-        let _ = writeln!(io::stderr(), "{}: {message}", self.style_stderr("warning"));
+        let _ = writeln!(
+            io::stderr(),
+            "{}: {}",
+            self.style_stderr("warning"),
+            table::lines(message)
+        );
     }
 
     fn style_stderr(&self, word: &str) -> String {
@@ -72,7 +84,7 @@ impl Output {
             io::stderr(),
             "claude-peers: {}: {}",
             failure.name,
-            failure.message
+            table::lines(&failure.message)
         );
         failure.exit.into()
     }

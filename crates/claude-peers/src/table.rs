@@ -1,6 +1,8 @@
-//! Human output: aligned tables whose columns each have their own style, and the words
-//! for times and statuses they show.
+//! Human output: aligned tables whose columns each have their own style, the words for
+//! times and statuses they show, and the escaping that keeps file contents from
+//! steering the terminal.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -74,6 +76,41 @@ impl Column {
     }
 }
 
+/// `text` safe to show on a terminal as one field: every control character (escape
+/// sequences, newlines, C1 codes) and every bidirectional override written as `\u{…}`.
+/// Names, working directories and paths come from files anyone may have named; what
+/// they hold must never steer the user's terminal or forge a line.
+pub(crate) fn field(text: &str) -> Cow<'_, str> {
+    escape(text, |c| c.is_control() || is_bidi_control(c))
+}
+
+/// `text` of this program's own (lines, tabs) with any other control character escaped
+/// as [`field`] does, for a sink that prints whole texts.
+pub(crate) fn lines(text: &str) -> Cow<'_, str> {
+    escape(text, |c| {
+        (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)
+    })
+}
+
+fn escape(text: &str, unsafe_char: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.chars().fold(String::new(), |mut out, c| {
+        if unsafe_char(c) {
+            let _ = write!(out, "{}", c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+        out
+    }))
+}
+
+/// The characters that reorder how text is displayed (embeddings, overrides, isolates).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Renders rows as aligned columns (the last column is not padded).
 pub(crate) fn table(columns: &[Column], rows: &[Vec<String>], style: Style) -> String {
     let table = Table::measure(columns, rows, style);
@@ -99,7 +136,7 @@ impl<'a> Table<'a> {
         let mut widths: Vec<usize> = columns.iter().map(|c| c.title.chars().count()).collect();
         for row in rows {
             for (width, cell) in widths.iter_mut().zip(row) {
-                *width = (*width).max(cell.chars().count());
+                *width = (*width).max(field(cell).chars().count());
             }
         }
         Self {
@@ -129,13 +166,14 @@ impl<'a> Table<'a> {
         let mut out = String::new();
         let last = cells.len().saturating_sub(1);
         for (i, cell) in cells.iter().enumerate() {
+            let cell = field(cell);
             let width = self.widths.get(i).copied().unwrap_or(0);
             let pad = if i == last {
                 0
             } else {
                 width.saturating_sub(cell.chars().count()) + 2
             };
-            out.push_str(&painted(i, cell));
+            out.push_str(&painted(i, &cell));
             out.extend(std::iter::repeat_n(' ', pad));
         }
         while out.ends_with(' ') {

@@ -266,6 +266,20 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         &self.fs
     }
 
+    /// What is wrong with the registry directory itself (a link, another owner, writable
+    /// by others), as a scan warns, without reading its entries: for a single send or
+    /// resolution, whose user should hear it as `list`'s does.
+    pub fn registry_warnings(&self, home: &ClaudeHome) -> Result<Vec<Warning>, Error> {
+        let dir = home.sessions_dir();
+        let status = self.fs.dir_status(&dir).map_err(|source| Error::Registry {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(status.map_or_else(Vec::new, |status| {
+            dir_warnings(&dir, &status, self.processes.reader().uid)
+        }))
+    }
+
     /// Reads the registry afresh and judges every entry. A registry that does not
     /// exist is an empty scan; one that exists but cannot be listed is an error.
     ///

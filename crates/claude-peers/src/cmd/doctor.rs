@@ -9,6 +9,7 @@ use crate::json::{CheckJson, DoctorJson};
 use crate::ops::Context;
 use crate::ops::doctor::{Check, doctor};
 use crate::output::Output;
+use crate::table::field;
 
 pub(crate) fn run(
     ctx: &Context,
@@ -32,7 +33,7 @@ pub(crate) fn run(
                 .collect(),
         })?;
     } else {
-        out.text(&checklist(&checks, out))?;
+        out.styled(&checklist(&checks, out))?;
     }
     Ok(if ok { Exit::Success } else { Exit::Error })
 }
@@ -45,9 +46,9 @@ fn checklist(checks: &[Check], out: &Output) -> String {
         } else {
             out.style.paint("31", "FAIL")
         };
-        let _ = writeln!(text, "{mark} {}: {}", check.name, check.detail);
+        let _ = writeln!(text, "{mark} {}: {}", check.name, field(&check.detail));
         if let Some(fix) = &check.fix {
-            let _ = writeln!(text, "     fix: {fix}");
+            let _ = writeln!(text, "     fix: {}", field(fix));
         }
     }
     let failed = checks.iter().filter(|c| !c.ok).count();

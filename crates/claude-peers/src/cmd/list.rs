@@ -9,7 +9,7 @@ use crate::error::{Exit, Failure};
 use crate::json::SessionJson;
 use crate::ops::{Context, sessions};
 use crate::output::Output;
-use crate::table::{Column, Table, now_ms, status_text};
+use crate::table::{Column, Table, field, now_ms, status_text};
 
 /// How many rows of a human `list` set its column widths: every row of any real
 /// listing, while `list --all` over a huge registry of leftovers still prints as it goes.
@@ -72,16 +72,11 @@ fn human_list(
     let sample: Vec<Vec<String>> = rows.by_ref().take(WIDTH_SAMPLE).collect();
     if sample.is_empty() {
         let dir = home.sessions_dir();
+        let shown = field(&dir.to_string_lossy()).into_owned();
         let sentence = if dir.exists() {
-            format!(
-                "No live Claude Code sessions (registry: {}).\n",
-                dir.display()
-            )
+            format!("No live Claude Code sessions (registry: {shown}).\n")
         } else {
-            format!(
-                "No Claude Code sessions: {} does not exist.\n",
-                dir.display()
-            )
+            format!("No Claude Code sessions: {shown} does not exist.\n")
         };
         return to.write_all(sentence.as_bytes());
     }

@@ -4,18 +4,19 @@ use crate::error::{Exit, Failure};
 use crate::json::SessionJson;
 use crate::ops::{Context, sessions};
 use crate::output::Output;
+use crate::table::field;
 
 pub(crate) fn run(ctx: &Context, session_id: &str, out: &Output) -> Result<Exit, Failure> {
-    let session = sessions::resolve(ctx, session_id)?;
+    let session = sessions::resolve(ctx, session_id, out)?;
     if out.json {
         out.json(&SessionJson::addressable(&session))?;
     } else {
         out.text(&format!(
             "{} is live and addressable: pid {}, name {}, socket {}.\n",
-            session_id,
+            field(session_id),
             session.pid,
-            session.record.name.as_deref().unwrap_or("(none)"),
-            session.socket.display(),
+            field(session.record.name.as_deref().unwrap_or("(none)")),
+            field(&session.socket.to_string_lossy()),
         ))?;
     }
     Ok(Exit::Success)

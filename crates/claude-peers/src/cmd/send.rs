@@ -6,10 +6,11 @@ use claude_peer_deliver::{Basis, Delivered, Inbound, Outcome};
 use crate::cli::SendArgs;
 use crate::error::{Exit, Failure};
 use crate::json::DeliveredJson;
-use crate::ops::Context;
 use crate::ops::send::{self, Relayed};
+use crate::ops::{Context, sessions};
 use crate::output::Output;
 use crate::signals::{Interrupt, OnSignal};
+use crate::table::field;
 
 pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Failure> {
     let ctx = ctx.with_managed_settings(args.managed_settings);
@@ -31,6 +32,7 @@ pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Fa
         Some(message) => message,
         None => send::message_from_stdin()?,
     };
+    sessions::warn_registry(&ctx, out);
     let delivered = send::send(&ctx, &args.session_id, &message, &relay);
     if let Some(exit) = interrupt.as_ref().and_then(Interrupt::exit) {
         if let Err(failure) = delivered {
@@ -49,7 +51,7 @@ pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Fa
 
 fn sentence(delivered: &Delivered) -> String {
     let session = &delivered.session;
-    let name = session.record.display_name().unwrap_or("the session");
+    let name = field(session.record.display_name().unwrap_or("the session"));
     let pid = session.pid;
     let msg_id = delivered
         .msg_id

@@ -15,7 +15,7 @@ use crate::error::{Exit, Failure};
 use crate::json::{SessionJson, WatchEventJson};
 use crate::ops::Context;
 use crate::output::Output;
-use crate::table::{now_ms, status_text};
+use crate::table::{field, now_ms, status_text};
 
 pub(crate) fn run(ctx: &Context, force_poll: bool, out: &Output) -> Result<Exit, Failure> {
     let home = ctx.home.clone();
@@ -51,12 +51,12 @@ fn print(out: &Output, event: &Event) -> io::Result<()> {
         Event::Vanished(_) => out.style.paint("31", "vanished"),
         Event::Changed(_) => out.style.paint("33", "changed "),
     };
-    out.text(&format!(
+    out.styled(&format!(
         "{word} {} pid {} {} {}\n",
-        record.display_name().unwrap_or("-"),
+        field(record.display_name().unwrap_or("-")),
         session.pid,
-        status_text(Some(record), now_ms()),
-        record.cwd.as_deref().unwrap_or("-"),
+        field(&status_text(Some(record), now_ms())),
+        field(record.cwd.as_deref().unwrap_or("-")),
     ))
 }
 

@@ -35,9 +35,27 @@ pub(crate) fn list<T>(
     Ok(each(entries))
 }
 
-/// The one live, addressable session `session_id` names now, or a refusal.
-pub(crate) fn resolve(ctx: &Context, session_id: &str) -> Result<AddressableSession, Failure> {
+/// The one live, addressable session `session_id` names now, or a refusal; what is
+/// wrong with the registry directory goes to stderr first.
+pub(crate) fn resolve(
+    ctx: &Context,
+    session_id: &str,
+    out: &Output,
+) -> Result<AddressableSession, Failure> {
+    warn_registry(ctx, out);
     Ok(Discovery::os().resolve_live_session(&ctx.home, session_id)?)
+}
+
+/// Warns on stderr of what is wrong with the registry directory (as `list` does), for
+/// the commands that read one session of it. A directory that cannot be read is left
+/// to the command, which fails naming it.
+pub(crate) fn warn_registry(ctx: &Context, out: &Output) {
+    for warning in Discovery::os()
+        .registry_warnings(&ctx.home)
+        .unwrap_or_default()
+    {
+        out.warn(&warning.to_string());
+    }
 }
 
 /// The session `show` means by `target`: a session id (its live record over leftovers,

@@ -16,4 +16,5 @@ mod resolve;
 mod send;
 mod settings;
 mod support;
+mod terminal;
 mod watch;
