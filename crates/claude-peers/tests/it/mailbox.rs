@@ -749,14 +749,14 @@ fn sixty_sends_of_60_kib_outlast_the_senders_compaction_and_their_later_outcomes
     while receipts(&events, "released").1 < 60 {
         events.extend(mailbox.until(Duration::from_secs(60), |e| is(e, "receipt")));
     }
-    // Releases come in coalesced batches naming a few messages each: every message is
-    // counted, those named are ours, and the first, sent long before the compaction, is
-    // among them.
+    // Releases come in coalesced batches naming the first few messages of each (in the
+    // receiver's order, not always ours): every message is counted, those named are ours,
+    // and some sent long before the compaction are among them.
     let (released, count) = receipts(&events, "released");
     assert_eq!(count, 60, "{events:#?}");
     assert!(released.iter().all(|id| sent.contains(id)), "{released:?}");
     assert!(
-        released.contains(&sent[0]),
-        "the first message's release reached the mailbox"
+        released.iter().any(|id| sent[..30].contains(id)),
+        "a release of a message sent before the compaction reached the mailbox: {released:?}"
     );
 }
