@@ -1,9 +1,12 @@
 //! The scripted model endpoint over real TCP: only its secret is answered, replies are
-//! the Messages API's event stream, and oversized requests are refused unread.
+//! the Messages API's event stream, oversized requests and requests without the secret
+//! are refused unread, and neither idle nor slow clients keep it from serving.
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use claude_peer_sender::endpoint::{Endpoint, Reply};
 use serde_json::{Value, json};
@@ -26,10 +29,13 @@ fn endpoint() -> Endpoint {
     .unwrap()
 }
 
+fn connect(endpoint: &Endpoint) -> TcpStream {
+    TcpStream::connect(endpoint.base_url().trim_start_matches("http://")).unwrap()
+}
+
 /// Sends one raw request and reads the response until the server closes or it is whole.
 fn exchange(endpoint: &Endpoint, request: &[u8]) -> String {
-    let addr = endpoint.base_url().trim_start_matches("http://").to_owned();
-    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut stream = connect(endpoint);
     // The server may answer and close before it read all of an oversized request.
     let _ = stream.write_all(request);
     let _ = stream.shutdown(std::net::Shutdown::Write);
@@ -138,4 +144,110 @@ fn bad_and_oversized_requests_get_an_error_and_nothing_is_read_past_the_limits()
     let response = exchange(&endpoint, &post("x-api-key: s3cret\r\n", &body));
     let message: Value = serde_json::from_str(response.split("\r\n\r\n").nth(1).unwrap()).unwrap();
     assert_eq!(message["content"][0]["name"], "SendMessage");
+}
+
+/// Whether the server closed `stream` (or reset it), without waiting.
+fn closed_by_server(mut stream: &TcpStream) -> bool {
+    stream.set_nonblocking(true).unwrap();
+    !matches!(stream.read(&mut [0; 64]), Err(err) if err.kind() == ErrorKind::WouldBlock)
+}
+
+#[test]
+fn a_flood_of_idle_connections_does_not_keep_the_real_client_out() {
+    let endpoint = endpoint();
+    // Half send nothing, half the start of a head that never ends.
+    let idle: Vec<TcpStream> = (0..600)
+        .map(|i| {
+            let mut stream = connect(&endpoint);
+            if i % 2 == 1 {
+                stream
+                    .write_all(b"POST /v1/messages HTTP/1.1\r\nx-api-")
+                    .unwrap();
+            }
+            stream
+        })
+        .collect();
+
+    let body = json!({"stream": false, "messages": [{"role": "user", "content": "call"}]});
+    let response = exchange(&endpoint, &post("x-api-key: s3cret\r\n", &body));
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let message: Value = serde_json::from_str(response.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(message["content"][0]["name"], "SendMessage");
+
+    // The endpoint kept at most 64 of them, shutting the oldest down.
+    let give_up = Instant::now() + Duration::from_secs(10);
+    let open = loop {
+        let open = idle.iter().filter(|s| !closed_by_server(s)).count();
+        if open <= 64 || Instant::now() > give_up {
+            break open;
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    assert!(open <= 64, "{open} of 600 idle connections kept");
+    assert!(closed_by_server(&idle[0]), "the oldest is shut down");
+}
+
+#[test]
+fn a_request_without_the_key_is_refused_before_its_body_is_read() {
+    let endpoint = endpoint();
+    let mut stream = connect(&endpoint);
+    // Bounds on the test's own waits, well within the endpoint's 10 s head deadline: an
+    // endpoint that waited for the body until then would fail here.
+    let bound = Some(Duration::from_secs(5));
+    stream.set_read_timeout(bound).unwrap();
+    stream.set_write_timeout(bound).unwrap();
+    stream
+        .write_all(
+            b"POST /v1/messages HTTP/1.1\r\nx-api-key: wrong\r\ncontent-length: 31457280\r\n\r\n",
+        )
+        .unwrap();
+
+    // The answer comes with none of the 30 MiB sent, then the end of the connection.
+    let mut response = Vec::new();
+    let end = stream.read_to_end(&mut response);
+    let response = String::from_utf8(response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 401"), "{response}");
+    assert!(end.is_ok(), "the connection stays open: {end:?}");
+
+    // Nothing reads the body: sending it fails, where a server draining it would take it.
+    let chunk = vec![b' '; 1 << 20];
+    let sent = (0..30).try_for_each(|_| stream.write_all(&chunk));
+    let err = sent.expect_err("the server took a 30 MiB body after refusing its head");
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::BrokenPipe | ErrorKind::ConnectionReset
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_head_sent_a_byte_at_a_time_is_cut_off() {
+    let endpoint = endpoint();
+    let mut stream = connect(&endpoint);
+    // Each byte comes well within any per-read timeout; the head never ends.
+    stream
+        .set_read_timeout(Some(Duration::from_millis(250)))
+        .unwrap();
+    let head = b"GET / HTTP/1.1\r\nx-api-key: s3cret\r\nx-pad: ";
+    let give_up = Instant::now() + Duration::from_secs(30);
+    let mut sent = 0;
+    let cut_off = loop {
+        if Instant::now() > give_up {
+            break false;
+        }
+        let byte = head.get(sent).copied().unwrap_or(b'a');
+        if stream.write_all(&[byte]).is_err() {
+            break true;
+        }
+        sent += 1;
+        match stream.read(&mut [0; 256]) {
+            Ok(0) => break true,
+            Ok(_) => panic!("an answer to a head that never ended"),
+            Err(err) if matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break true,
+        }
+    };
+    assert!(cut_off, "still connected after 30 s and {sent} bytes");
 }
