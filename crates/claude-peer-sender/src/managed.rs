@@ -38,6 +38,16 @@ pub struct ManagedHooks {
     pub unreadable: Vec<String>,
 }
 
+/// The enterprise MCP configuration beside the managed settings at `path`
+/// (`managed-mcp.json`), when there is one. Claude Code then starts its servers and no
+/// other, and refuses `--strict-mcp-config` (2.1.332: "You cannot use
+/// --strict-mcp-config when an enterprise MCP config is present").
+#[must_use]
+pub fn managed_mcp(path: &Path) -> Option<PathBuf> {
+    let config = path.with_file_name("managed-mcp.json");
+    fs::metadata(&config).is_ok().then_some(config)
+}
+
 /// Reads the managed settings at `path` and the drop-in documents of the
 /// `managed-settings.d` folder beside it (as Claude Code does), for [`HOOK_SWITCHES`].
 #[must_use]

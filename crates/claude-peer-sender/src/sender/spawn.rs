@@ -29,8 +29,8 @@ pub(super) fn spawn(
             "stream-json",
         ])
         .args(["--verbose", "--no-session-persistence"])
-        // SendMessage is the one tool it needs, and no MCP server of the machine starts.
-        .args(["--tools", "SendMessage", "--strict-mcp-config"])
+        // SendMessage is the one tool it needs.
+        .args(["--tools", "SendMessage"])
         .arg("--settings")
         .arg(hooks(&options.hook, plans))
         .current_dir(plans)
@@ -38,6 +38,11 @@ pub(super) fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // No MCP server of the user's or a project's starts; an administrator's enterprise
+    // configuration, which Claude Code will not let a program leave out, is alone then.
+    if crate::managed_mcp(&options.managed_settings).is_none() {
+        command.arg("--strict-mcp-config");
+    }
     for (key, _) in std::env::vars_os() {
         if redirects_or_identifies(&key.to_string_lossy()) {
             command.env_remove(key);

@@ -3,6 +3,7 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -73,11 +74,59 @@ fn a_guard_whose_program_vanished_blocks_and_nothing_is_delivered() {
     assert!(!received(&receiver, "sent unguarded"));
 }
 
+/// `claude-peers` run in a private mount namespace whose `/etc` shows the files of `etc`
+/// over the machine's: Claude Code reads managed settings from `/etc/claude-code`, and
+/// a test must not change the machine's own.
+fn with_etc(etc: &Path) -> Command {
+    let mut unshare = Command::new("unshare");
+    unshare
+        .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+        .arg(format!(
+            "mount -t overlay overlay -o lowerdir='{}':/etc /etc && exec \"$@\"",
+            etc.display()
+        ))
+        .args(["sh", env!("CARGO_BIN_EXE_claude-peers")]);
+    unshare
+}
+
+fn assert_mounted(stderr: &str) {
+    assert!(
+        !stderr.contains("unshare:") && !stderr.contains("mount:"),
+        "this test needs root to mount managed settings in a private namespace: {stderr}"
+    );
+}
+
+#[test]
+fn a_machine_with_enterprise_mcp_servers_still_sends() {
+    // Claude Code refuses --strict-mcp-config beside a managed-mcp.json; the sender then
+    // runs without it (the enterprise servers are then the only ones, by Claude Code's
+    // own rule), and the message arrives.
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let cache = tempfile::tempdir().unwrap();
+    let etc = tempfile::tempdir().unwrap();
+    let policy = etc.path().join("claude-code");
+    fs::create_dir(&policy).unwrap();
+    fs::write(
+        policy.join("managed-mcp.json"),
+        r#"{"mcpServers":{"idle":{"type":"stdio","command":"/bin/sh","args":["-c","sleep 5"]}}}"#,
+    )
+    .unwrap();
+    let output = receiver
+        .send_command(with_etc(etc.path()), cache.path(), "beside enterprise MCP")
+        .arg("--managed-settings")
+        .arg(policy.join("managed-settings.json"))
+        .output()
+        .unwrap();
+    let (code, json, stderr) = parsed(&output);
+    assert_mounted(&stderr);
+    assert_eq!(code, 0, "{json} {stderr}");
+    assert_eq!(json["receipt"], "read", "{json}");
+}
+
 #[test]
 fn real_claude_code_skips_hooks_under_managed_switches_and_the_canary_stops_the_send() {
-    // The machine's own managed settings, in a private mount namespace: Claude Code reads
-    // /etc/claude-code/managed-settings.json, and this test must not change the machine's.
-    // claude-peers is pointed at another (missing) file, so only the canary can tell.
+    // The machine's own managed settings, seen only by Claude Code: claude-peers is
+    // pointed at another (missing) file, so only the canary can tell.
     let receiver = Receiver::start(Some("accept"), &[]);
     for setting in ["disableAllHooks", "allowManagedHooksOnly"] {
         let cache = tempfile::tempdir().unwrap();
@@ -88,24 +137,15 @@ fn real_claude_code_skips_hooks_under_managed_switches_and_the_canary_stops_the_
             format!(r#"{{"{setting}":true}}"#),
         )
         .unwrap();
-        let mut unshare = Command::new("unshare");
-        unshare
-            .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
-            .arg(format!(
-                "mount -t overlay overlay -o lowerdir='{}':/etc /etc && exec \"$@\"",
-                etc.path().display()
-            ))
-            .args(["sh", env!("CARGO_BIN_EXE_claude-peers")]);
         let output = receiver
-            .send_command(unshare, cache.path(), "made without its guard")
+            .send_command(with_etc(etc.path()), cache.path(), "made without its guard")
+            .arg("--managed-settings")
+            .arg(cache.path().join("no-managed-settings.json"))
             .output()
             .unwrap();
         let (code, json, stderr) = parsed(&output);
 
-        assert!(
-            !stderr.contains("unshare:") && !stderr.contains("mount:"),
-            "this test needs root to mount managed settings in a private namespace: {stderr}"
-        );
+        assert_mounted(&stderr);
         assert_eq!(code, 3, "{setting}: {json} {stderr}");
         assert_eq!(json["refusal"], "delivery_failed", "{json}");
         // Claude Code ran the check call with no hook at all (what it does under these

@@ -297,6 +297,8 @@ impl Receiver {
                 cache,
                 message,
             )
+            .arg("--managed-settings")
+            .arg(cache.join("no-managed-settings.json"))
             .args(args)
             .output()
             .unwrap();
@@ -304,7 +306,7 @@ impl Receiver {
     }
 
     /// The command [`Receiver::send`] runs: `command` (`claude-peers`, or what runs it)
-    /// with the arguments and environment of the send.
+    /// with the arguments and environment of the send, but for `--managed-settings`.
     pub(crate) fn send_command(
         &self,
         mut command: Command,
@@ -314,8 +316,7 @@ impl Receiver {
         command
             .arg("--home")
             .arg(self.home.path())
-            .args(["--json", "send", &self.session_id, "--managed-settings"])
-            .arg(cache.join("no-managed-settings.json"))
+            .args(["--json", "send", &self.session_id])
             .arg("--claude")
             .arg(claude())
             .args(["--message", message])
