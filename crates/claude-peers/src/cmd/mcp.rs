@@ -4,8 +4,16 @@
 //! code: `list_sessions` as `list`, `show_session` as `show`, `inbound_policy` as
 //! `settings effective`, `send_message` as `send` through Claude Code. A refusal or an
 //! error is a tool error carrying the refusal JSON; a request that is not a valid call
-//! (unknown tool, wrong-typed argument, oversized message) is a JSON-RPC error. No tool
-//! changes settings: an agent must not be able to loosen the user's inbound policy.
+//! (unknown tool, wrong-typed argument, oversized message, sender name that `--from`
+//! refuses) is a JSON-RPC error. No tool changes settings: an agent must not be able to
+//! loosen the user's inbound policy.
+//!
+//! Each send runs its own Claude Code, so at most [`SENDERS`] run at once and later
+//! calls wait their turn in arrival order: a client cannot start hundreds. A call the
+//! client cancels (`notifications/cancelled`) is not sent if its turn has not come, and
+//! has its sender stopped if it has (a message already handed over stays sent). SIGINT
+//! and SIGTERM stop every send; so does a closed stdin, once rmcp has let the calls
+//! under way answer for up to 5 s.
 //!
 //! The async runtime lives here, in the command, and only for this subcommand: the
 //! library crates stay synchronous, and their blocking calls run on tokio's blocking pool.
@@ -33,6 +41,8 @@ use rmcp::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio::task::JoinError;
 
 use crate::error::{Exit, Failure};
 use crate::json::{DeliveredJson, SessionDetailJson, SessionJson, SessionsJson, Via};
@@ -44,15 +54,20 @@ use crate::signals::{Interrupt, OnSignal};
 /// How rmcp begins the message of arguments that do not deserialize.
 const BAD_ARGUMENTS: &str = "failed to deserialize parameters:";
 
+/// How many senders may run at once.
+const SENDERS: usize = 4;
+
 /// What the server was started with.
 #[derive(Debug)]
 struct Config {
     ctx: Context,
     /// The Claude Code that `send_message` sends with; `None`: `claude` on `PATH`.
     claude: Option<PathBuf>,
-    /// Pulled by SIGINT or SIGTERM: sends under way are stopped and cleaned up, then
-    /// the server exits.
+    /// Pulled by SIGINT or SIGTERM (then the server exits) or a closed stdin: sends
+    /// under way are stopped and cleaned up. Each call sends with a child of it.
     cancel: Cancel,
+    /// The senders' turns, granted in the order calls asked (tokio's semaphore is fair).
+    senders: Arc<Semaphore>,
 }
 
 /// Serves MCP on stdin and stdout until the client closes stdin.
@@ -62,6 +77,7 @@ pub(crate) fn run(ctx: Context, claude: Option<PathBuf>) -> Result<Exit, Failure
         ctx,
         claude,
         cancel: interrupt.cancel(),
+        senders: Arc::new(Semaphore::new(SENDERS)),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -79,10 +95,12 @@ pub(crate) fn run(ctx: Context, claude: Option<PathBuf>) -> Result<Exit, Failure
                     format!("the MCP session did not start: {err}"),
                 )
             })?;
-        server
-            .waiting()
-            .await
-            .map_err(|err| Failure::error("mcp_failed", format!("the MCP server failed: {err}")))?;
+        let quit = server.waiting().await;
+        // The client is gone (rmcp gave the calls up to 5 s to answer): the sends still
+        // running stop, and the runtime's end waits for their senders to be reaped.
+        // rmcp cancels those calls too, but a call's task may not run again to see it.
+        interrupt.cancel().cancel();
+        quit.map_err(|err| Failure::error("mcp_failed", format!("the MCP server failed: {err}")))?;
         Ok(Exit::Success)
     })
 }
@@ -191,7 +209,7 @@ impl Peers {
     }
 
     #[tool(
-        description = "Send one message to one live Claude Code session through Claude Code's own SendMessage, after checking its identity and inbound policy; reports what the receiver did, from its own transcript (read, queued while it is busy, held for its user) or why it was refused.",
+        description = "Send one message to one live Claude Code session through Claude Code's own SendMessage, after checking its identity and inbound policy; reports what the receiver did, from its own transcript (read, queued while it is busy, held for its user) or why it was refused. At most 4 sends run at once; others wait their turn.",
         annotations(
             read_only_hint = false,
             destructive_hint = false,
@@ -201,26 +219,49 @@ impl Peers {
     async fn send_message(
         &self,
         Parameters(args): Parameters<SendArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        // An oversized message is a malformed call; an empty one is refused as `send` does.
+        // An oversized message or a name `--from` refuses is a malformed call, answered
+        // before it waits for a turn; an empty message is refused as `send` does.
         if let Err(err @ claude_peer_deliver::Error::MessageTooLarge { .. }) =
             check_message(&args.message)
         {
             return Err(ErrorData::invalid_params(err.to_string(), None));
         }
+        let from = args
+            .from
+            .unwrap_or_else(|| claude_peer_sender::DEFAULT_SENDER_NAME.to_owned());
+        if let Err(err) = claude_peer_sender::check_sender_name(&from) {
+            return Err(ErrorData::invalid_params(err.to_string(), None));
+        }
+        let turn = Arc::clone(&self.config.senders).acquire_owned();
+        // Cancelled before its turn: nothing was started (rmcp drops this answer).
+        let turn = context.ct.run_until_cancelled(turn).await;
+        let Some(Ok(turn)) = turn.filter(|_| !context.ct.is_cancelled()) else {
+            return Ok(tool_result(Err(Failure::error(
+                "cancelled",
+                "the call was cancelled before its turn to send; nothing was sent",
+            ))));
+        };
         let config = Arc::clone(&self.config);
-        Ok(blocking(move || {
-            let from = args
-                .from
-                .unwrap_or_else(|| claude_peer_sender::DEFAULT_SENDER_NAME.to_owned());
+        let cancel = config.cancel.child();
+        let call = cancel.clone();
+        let mut work = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
             let relay = Relayed::Claude(
-                send::claude(config.claude.clone(), from, DEFAULT_TIMEOUT)?
-                    .cancel_with(config.cancel.clone()),
+                send::claude(config.claude.clone(), from, DEFAULT_TIMEOUT)?.cancel_with(call),
             );
             let delivered = send::send(&config.ctx, &args.session_id, &args.message, &relay)?;
             to_json(&DeliveredJson::new(&delivered, Via::Claude))
-        })
-        .await)
+        });
+        // Cancelled on its turn: its sender is stopped, and reaped before the call ends.
+        let done = if let Some(done) = context.ct.run_until_cancelled(&mut work).await {
+            done
+        } else {
+            cancel.cancel();
+            work.await
+        };
+        Ok(tool_result(joined(done)))
     }
 }
 
@@ -320,20 +361,26 @@ fn to_json(value: &impl Serialize) -> Result<String, Failure> {
     serde_json::to_string(value).map_err(|err| Failure::error("internal", err.to_string()))
 }
 
-/// Runs a command's blocking work off the protocol loop. Its JSON, in the command's key
-/// order, is the result's text and, parsed, its structured content; a failure is a tool
-/// error carrying the failure's JSON.
+/// Runs a command's blocking work off the protocol loop, as [`tool_result`].
 async fn blocking(
     work: impl FnOnce() -> Result<String, Failure> + Send + 'static,
 ) -> CallToolResult {
-    let result = tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|err| {
-            Err(Failure::error(
-                "internal",
-                format!("the tool's work failed: {err}"),
-            ))
-        });
+    tool_result(joined(tokio::task::spawn_blocking(work).await))
+}
+
+/// Blocking work's result, or why it has none.
+fn joined(done: Result<Result<String, Failure>, JoinError>) -> Result<String, Failure> {
+    done.unwrap_or_else(|err| {
+        Err(Failure::error(
+            "internal",
+            format!("the tool's work failed: {err}"),
+        ))
+    })
+}
+
+/// A command's JSON, in its key order, as the result's text and, parsed, its structured
+/// content; a failure is a tool error carrying the failure's JSON.
+fn tool_result(result: Result<String, Failure>) -> CallToolResult {
     let (text, is_error) = match result {
         Ok(text) => (text, false),
         Err(failure) => (failure.json(), true),

@@ -10,6 +10,7 @@ mod list;
 mod mailbox;
 mod mcp;
 mod mcp_claude;
+mod mcp_pool;
 mod receipts;
 mod receiver;
 mod resolve;

@@ -557,3 +557,36 @@ fn a_subscriber_hears_a_session_appear_change_and_vanish() {
     child.crash().unwrap();
     mcp.until_announced("vanished", |list| list == &json!([]));
 }
+
+#[test]
+fn a_sender_name_that_send_refuses_is_a_json_rpc_error_and_nothing_is_started() {
+    let (home, _children) = registry();
+    let accept = r#"{"crossSessionInbound":"accept"}"#;
+    fs::write(home.root().join("settings.json"), accept).unwrap();
+    let tools = tempfile::tempdir().unwrap();
+    let started = tools.path().join("started");
+    let claude = shell_script(
+        tools.path().join("claude"),
+        &format!("echo started >> '{}'; exit 1", started.display()),
+    )
+    .unwrap();
+    let mcp = Mcp::start(home.root(), &["--claude".into(), claude.into_os_string()]);
+
+    let long = "x".repeat(65);
+    for from in ["x\" from=\"uds:/other.sock", "", "-x", "<b>", &long] {
+        let (code, message) = mcp.rpc_error(
+            "send_message",
+            json!({"session_id": "s-reviewer", "message": "hello", "from": from}),
+        );
+        assert_eq!(code, -32602, "{from:?}: {message}");
+        assert!(message.contains("sender name"), "{from:?}: {message}");
+    }
+    assert!(!started.exists(), "no sender was started");
+
+    let failed = mcp.tool_error(
+        "send_message",
+        json!({"session_id": "s-reviewer", "message": "hello", "from": "tester"}),
+    );
+    assert_eq!(failed["refusal"], "delivery_failed", "{failed}");
+    assert!(started.exists(), "a good name starts a sender");
+}
