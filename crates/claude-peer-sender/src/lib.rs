@@ -36,7 +36,7 @@ mod stream;
 mod witness;
 
 pub use cancel::Cancel;
-pub use claude::{Capabilities, ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};
+pub use claude::{Batch, Capabilities, ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};
 pub use error::Error;
 pub use mailbox::{Event, Mailbox, Receipt, Waker};
 pub use managed::{HOOK_SWITCHES, HooksOff, ManagedHooks, managed_hooks, managed_mcp};

@@ -62,10 +62,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: Option<SettingsAction>,
     },
-    /// Send one message to one live session (exit 3 when refused or not delivered)
+    /// Send one message to live sessions (exit 3 when any refused or not delivered)
     ///
-    /// The session is resolved afresh, its inbound policy checked (refuse: nothing is
-    /// sent), and the same process confirmed again just before sending. By default a
+    /// Each session is resolved afresh, its inbound policy checked (refuse: nothing is
+    /// sent), and the same process confirmed again just before sending. Several targets
+    /// (or --all-live, --cwd) are sent to once each, in pid order, by one sender, and
+    /// answered {"results":[…],"delivered":K,"failed":F}. By default a
     /// headless Claude Code sends it with its own SendMessage, driven by a scripted local
     /// model (no API key, no model cost), and reports what the receiver did, as its own
     /// transcript shows: read, queued (busy) or held; accepted when nothing could be
@@ -212,8 +214,18 @@ fn seconds_or_zero(text: &str) -> Result<Duration, String> {
 // `send`'s arguments, handed to the subcommand whole (its help is the variant's).
 #[derive(Debug, Args)]
 pub(crate) struct SendArgs {
-    /// The session id
-    pub(crate) session_id: String,
+    /// Session ids, or names of exactly one live session each
+    #[arg(value_name = "TARGET")]
+    pub(crate) targets: Vec<String>,
+    /// Every live session too
+    #[arg(long)]
+    pub(crate) all_live: bool,
+    /// Every live session whose working directory is DIR or below it too
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cwd: Option<PathBuf>,
+    /// Seconds to wait for a target that is not live yet before it is refused not_live
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub(crate) wait_live: Option<Duration>,
     /// The message [default: read from stdin]
     #[arg(long, value_name = "TEXT")]
     pub(crate) message: Option<String>,

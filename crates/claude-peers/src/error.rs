@@ -25,7 +25,7 @@ impl From<Exit> for ExitCode {
 }
 
 /// A command that did not succeed: how to exit and what to say.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Failure {
     pub(crate) exit: Exit,
     /// The JSON key naming the failure: `error` or `refusal`.

@@ -208,6 +208,52 @@ impl<'a> DeliveredJson<'a> {
     }
 }
 
+/// `send` to several targets: each target's outcome, as a single send answers it, with
+/// the target as given, and the counts.
+#[derive(Debug, Serialize)]
+pub(crate) struct BroadcastJson<'a> {
+    results: Vec<TargetJson<'a>>,
+    delivered: usize,
+    failed: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct TargetJson<'a> {
+    target: &'a str,
+    #[serde(flatten)]
+    outcome: TargetOutcomeJson<'a>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum TargetOutcomeJson<'a> {
+    Delivered(Box<DeliveredJson<'a>>),
+    Failed(FailureJson<'a>),
+}
+
+impl<'a> BroadcastJson<'a> {
+    pub(crate) fn new(outcomes: &'a [crate::ops::broadcast::Outcome], via: Via) -> Self {
+        let results: Vec<TargetJson<'a>> = outcomes
+            .iter()
+            .map(|o| TargetJson {
+                target: &o.target,
+                outcome: match &o.result {
+                    Ok(delivered) => {
+                        TargetOutcomeJson::Delivered(Box::new(DeliveredJson::new(delivered, via)))
+                    }
+                    Err(failure) => TargetOutcomeJson::Failed(failure.shape()),
+                },
+            })
+            .collect();
+        let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
+        Self {
+            delivered: results.len() - failed,
+            failed,
+            results,
+        }
+    }
+}
+
 /// `settings`, `settings set` and `settings reset`.
 #[derive(Debug, Serialize)]
 pub(crate) struct SettingsJson<'a> {

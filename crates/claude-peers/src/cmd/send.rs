@@ -1,19 +1,38 @@
 //! `send`: one message to one live session, through Claude Code's own `SendMessage`
 //! or the user's relay program.
 
+use std::fmt::Write as _;
+
 use claude_peer_deliver::{Basis, Delivered, Inbound, Outcome};
 
 use crate::cli::SendArgs;
 use crate::error::{Exit, Failure};
-use crate::json::DeliveredJson;
+use crate::json::{BroadcastJson, DeliveredJson};
+use crate::ops::broadcast::{Targets, broadcast};
 use crate::ops::send::{self, Relayed};
-use crate::ops::{Context, sessions};
+use crate::ops::{Context, absolute, sessions};
 use crate::output::Output;
 use crate::signals::{Interrupt, OnSignal};
 use crate::table::field;
 
 pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Failure> {
     let ctx = ctx.with_managed_settings(args.managed_settings);
+    let targets = Targets {
+        given: args.targets,
+        all_live: args.all_live,
+        // As the sessions report theirs: links resolved, where the directory exists.
+        cwd: args
+            .cwd
+            .map(|dir| std::fs::canonicalize(&dir).unwrap_or_else(|_| absolute(dir))),
+        wait_live: args.wait_live,
+    };
+    if targets.given.is_empty() && !targets.all_live && targets.cwd.is_none() {
+        return Err(Failure::error(
+            "no_target",
+            "name a session (its id or name), or pass --all-live or --cwd DIR; nothing was sent",
+        ));
+    }
+    let single = targets.given.len() == 1 && !targets.all_live && targets.cwd.is_none();
     // Before a sender starts: a signal then stops a send that has not started. A relay
     // program is the user's own and is left to the default action.
     let interrupt = if args.relay.is_empty() {
@@ -33,20 +52,48 @@ pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Fa
         None => send::message_from_stdin()?,
     };
     sessions::warn_registry(&ctx, out);
-    let delivered = send::send(&ctx, &args.session_id, &message, &relay);
+    let outcomes = broadcast(&ctx, &targets, &message, &relay);
     if let Some(exit) = interrupt.as_ref().and_then(Interrupt::exit) {
-        if let Err(failure) = delivered {
+        let failure = match outcomes {
+            Err(failure) => Some(failure),
+            Ok(mut outcomes) if single => outcomes.pop().and_then(|o| o.result.err()),
+            Ok(_) => None,
+        };
+        if let Some(failure) = failure {
             out.fail(&failure);
         }
         return Ok(exit);
     }
-    let delivered = delivered?;
-    if out.json {
-        out.json(&DeliveredJson::new(&delivered, relay.via()))?;
-    } else {
-        out.text(&sentence(&delivered))?;
+    let mut outcomes = outcomes?;
+    if single && let Some(outcome) = outcomes.pop() {
+        let delivered = outcome.result?;
+        if out.json {
+            out.json(&DeliveredJson::new(&delivered, relay.via()))?;
+        } else {
+            out.text(&sentence(&delivered))?;
+        }
+        return Ok(Exit::Success);
     }
-    Ok(Exit::Success)
+    let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
+    if out.json {
+        out.json(&BroadcastJson::new(&outcomes, relay.via()))?;
+    } else {
+        let mut text = String::new();
+        for outcome in &outcomes {
+            let what = match &outcome.result {
+                Ok(delivered) => sentence(delivered),
+                Err(failure) => format!("{}: {}\n", failure.name, failure.message),
+            };
+            let _ = write!(text, "{}: {what}", field(&outcome.target));
+        }
+        let _ = writeln!(text, "{} delivered, {failed} not.", outcomes.len() - failed);
+        out.text(&text)?;
+    }
+    Ok(if failed == 0 {
+        Exit::Success
+    } else {
+        Exit::Refusal
+    })
 }
 
 fn sentence(delivered: &Delivered) -> String {

@@ -4,6 +4,7 @@
 //! an MCP tool (`cmd/mcp`) calls the same operation and answers with the same JSON
 //! shape (`json.rs`), so the two front ends cannot drift.
 
+pub(crate) mod broadcast;
 pub(crate) mod doctor;
 pub(crate) mod policy;
 pub(crate) mod send;

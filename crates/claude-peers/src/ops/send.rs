@@ -57,17 +57,33 @@ pub(crate) fn send(
     message: &str,
     relay: &Relayed,
 ) -> Result<Delivered, Failure> {
-    let claude;
-    let relay: &dyn Relay = match relay {
+    Ok(with_relay(ctx, relay, 1, |relay| {
+        ctx.courier()
+            .deliver(&ctx.home, session_id, message, &relay)
+    })??)
+}
+
+/// Runs `work`, which makes `sends` sends, with the relay they go through: for Claude
+/// Code, one sender for them all (a batch; a lone send's own sender, which then fails
+/// at once when its turn ends without the call), refused before it starts when managed
+/// settings keep its guard hooks from running.
+pub(crate) fn with_relay<T>(
+    ctx: &Context,
+    relay: &Relayed,
+    sends: usize,
+    work: impl FnOnce(&dyn Relay) -> T,
+) -> Result<T, Failure> {
+    match relay {
         Relayed::Claude(relay) => {
-            claude = guarded(ctx, relay)?;
-            &claude
+            let relay = guarded(ctx, relay)?;
+            if sends > 1 {
+                Ok(work(&relay.batch()))
+            } else {
+                Ok(work(&relay))
+            }
         }
-        Relayed::Program(relay) => relay,
-    };
-    Ok(ctx
-        .courier()
-        .deliver(&ctx.home, session_id, message, &relay)?)
+        Relayed::Program(relay) => Ok(work(relay)),
+    }
 }
 
 /// Opens a mailbox that sends with `relay`'s sender through the same gate as `send`.

@@ -3,6 +3,7 @@
 // Test helpers may panic: a failed expectation is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod broadcast;
 mod claude;
 mod doctor;
 mod guard;

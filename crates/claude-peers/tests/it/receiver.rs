@@ -57,10 +57,32 @@ fn tmux() -> Command {
     command
 }
 
+/// Makes `home` ready for receivers in its folders `cwds` (each trusted, created), with
+/// `settings` as its user settings.
+pub(crate) fn prepare_home(home: &Path, cwds: &[&str], settings: &Value) {
+    let mut projects = serde_json::Map::new();
+    for cwd in cwds {
+        let cwd = home.join(cwd);
+        fs::create_dir_all(&cwd).unwrap();
+        projects.insert(
+            cwd.to_str().unwrap().to_owned(),
+            json!({"hasTrustDialogAccepted": true}),
+        );
+    }
+    let config = json!({
+        "hasCompletedOnboarding": true, "theme": "dark", "bypassPermissionsModeAccepted": true,
+        "customApiKeyResponses": {"approved": [RECEIVER_KEY], "rejected": []},
+        "projects": projects,
+    });
+    fs::write(home.join(".claude.json"), config.to_string()).unwrap();
+    fs::write(home.join("settings.json"), settings.to_string()).unwrap();
+}
+
 /// A live interactive Claude Code in tmux, in its own temporary Claude home; its tmux
 /// session is killed (and its process waited for) when dropped.
 pub(crate) struct Receiver {
-    pub(crate) home: tempfile::TempDir,
+    /// Its Claude home, which other receivers may share.
+    pub(crate) home: Arc<tempfile::TempDir>,
     pub(crate) cwd: PathBuf,
     pub(crate) pid: u32,
     pub(crate) session_id: String,
@@ -109,17 +131,28 @@ impl Receiver {
     }
 
     fn spawn(settings: &Value, args: &[&str], env: &[&str], script: Arc<dyn Script>) -> Self {
+        let home = Arc::new(tempfile::tempdir().unwrap());
+        prepare_home(home.path(), &["project"], settings);
+        Self::launch(&home, "project", args, env, script)
+    }
+
+    /// Starts a receiver in `home` (made ready by [`prepare_home`] for `cwd`), in its
+    /// folder `cwd`, with `args` added to its command line.
+    pub(crate) fn start_in(home: &Arc<tempfile::TempDir>, cwd: &str, args: &[&str]) -> Self {
+        let script = Arc::new(|_: &Value| Reply::Text("Noted.".to_owned()));
+        Self::launch(home, cwd, args, &[], script)
+    }
+
+    fn launch(
+        home: &Arc<tempfile::TempDir>,
+        cwd: &str,
+        args: &[&str],
+        env: &[&str],
+        script: Arc<dyn Script>,
+    ) -> Self {
         static COUNT: AtomicUsize = AtomicUsize::new(0);
-        let home = tempfile::tempdir().unwrap();
-        let cwd = home.path().join("project");
-        fs::create_dir_all(&cwd).unwrap();
-        let config = json!({
-            "hasCompletedOnboarding": true, "theme": "dark", "bypassPermissionsModeAccepted": true,
-            "customApiKeyResponses": {"approved": [RECEIVER_KEY], "rejected": []},
-            "projects": {cwd.to_str().unwrap(): {"hasTrustDialogAccepted": true}},
-        });
-        fs::write(home.path().join(".claude.json"), config.to_string()).unwrap();
-        fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
+        let home = Arc::clone(home);
+        let cwd = home.path().join(cwd);
         let model = Endpoint::start(RECEIVER_KEY, script).unwrap();
         let tmux_name = format!("r{}", COUNT.fetch_add(1, Ordering::Relaxed));
         let mut command = vec![
@@ -157,13 +190,15 @@ impl Receiver {
             .status()
             .unwrap();
         assert!(status.success(), "tmux new-session failed");
-        let sessions = home.path().join("sessions");
+        // `env` execs Claude Code, so the pane's process is the session's.
+        let pane = tmux()
+            .args(["display-message", "-p", "-t", &tmux_name, "#{pane_pid}"])
+            .output()
+            .unwrap();
+        let pid = String::from_utf8_lossy(&pane.stdout).trim().to_owned();
+        let record_path = home.path().join("sessions").join(format!("{pid}.json"));
         let record = wait_for(Duration::from_secs(30), || {
-            let entry = fs::read_dir(&sessions)
-                .ok()?
-                .flatten()
-                .find(|e| Path::new(&e.file_name()).extension() == Some("json".as_ref()))?;
-            let record: Value = serde_json::from_slice(&fs::read(entry.path()).ok()?).ok()?;
+            let record: Value = serde_json::from_slice(&fs::read(&record_path).ok()?).ok()?;
             let socket = record.get("messagingSocketPath")?.as_str()?;
             (record.get("status")?.as_str()? == "idle" && Path::new(socket).exists())
                 .then_some(record)
