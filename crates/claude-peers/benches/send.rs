@@ -21,7 +21,7 @@ use claude_peer_sender::endpoint::{Endpoint, Reply};
 use claude_peer_testkit::process::shell_script;
 use serde_json::{Value, json};
 
-use receiver::{Receiver, claude};
+use receiver::{Receiver, claude, prepare_home};
 
 const ROUNDS: usize = 7;
 
@@ -69,6 +69,31 @@ fn main() {
             .env("XDG_CACHE_HOME", work.path());
         command
     };
+    // Three idle sessions of one home, for a broadcast beside a single send.
+    let fleet_home = Arc::new(tempfile::tempdir().unwrap());
+    prepare_home(
+        fleet_home.path(),
+        &["a", "b", "c"],
+        &json!({"crossSessionInbound": "accept"}),
+    );
+    let fleet: Vec<Receiver> = ["a", "b", "c"]
+        .iter()
+        .map(|cwd| Receiver::start_in(&fleet_home, cwd, &[]))
+        .collect();
+    let to_fleet = |targets: &[&Receiver]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_claude-peers"));
+        command
+            .arg("--home")
+            .arg(fleet_home.path())
+            .args(["--json", "send", "--message", "bench", "--claude"])
+            .arg(&claude)
+            .args(targets.iter().map(|r| r.session_id.as_str()))
+            .arg("--managed-settings")
+            .arg(work.path().join("none.json"))
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("XDG_CACHE_HOME", work.path());
+        command
+    };
     let (model, bare_home) = bare_sender(work.path(), socket_of(&accepting));
     let bare = || bare_command(&claude, &bare_home, &model, work.path());
 
@@ -78,14 +103,25 @@ fn main() {
     let mut bares = Vec::new();
     let mut held = Vec::new();
     let mut accepted = Vec::new();
-    for _ in 0..ROUNDS {
+    let mut singles = Vec::new();
+    let mut broadcasts = Vec::new();
+    for round in 0..ROUNDS {
         checks.push(timed(send(&accepting, &relay_args)));
         bares.push(timed(bare()));
         held.push(timed(send(&holding, &claude_flag)));
         accepted.push(timed(send(&accepting, &claude_flag)));
+        singles.push(timed(to_fleet(&[&fleet[round % 3]])));
+        broadcasts.push(timed(to_fleet(&fleet.iter().collect::<Vec<_>>())));
     }
-    let [checks, bare, held, accepted] =
-        [&mut checks, &mut bares, &mut held, &mut accepted].map(|times| median(times));
+    let [checks, bare, held, accepted, single, broadcast] = [
+        &mut checks,
+        &mut bares,
+        &mut held,
+        &mut accepted,
+        &mut singles,
+        &mut broadcasts,
+    ]
+    .map(|times| median(times));
     println!("send, {ROUNDS} interleaved rounds, whole processes (medians):");
     println!("  checks alone (resolve, policy, confirm; relay program)  {checks:>10.1?}");
     println!("  bare `claude -p` sending the same message               {bare:>10.1?}");
@@ -96,6 +132,10 @@ fn main() {
     println!(
         "  claude-peers send, idle receiver accepts (`read`)       {accepted:>10.1?}  ({:.2}x bare; target 1.3x)",
         accepted.as_secs_f64() / bare.as_secs_f64()
+    );
+    println!(
+        "  claude-peers send to 3 idle sessions (one sender)       {broadcast:>10.1?}  ({:.2}x one send of {single:.1?}; target 2x)",
+        broadcast.as_secs_f64() / single.as_secs_f64()
     );
     println!(
         "  where the time goes: held - bare = {:.1?}, read - bare = {:.1?} (resolution, hooks, and the receiver writing its transcript)",
