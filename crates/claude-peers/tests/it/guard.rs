@@ -1,15 +1,21 @@
-//! The sender fails closed: nothing is sent unless its guard hooks run, and its private
-//! home is refused on a way someone else could change. Real receivers, the real sender.
+//! The sender fails closed: nothing is sent unless its guard hooks run, its private home
+//! is refused on a way someone else could change, and strangers connecting to its model
+//! do not stop it. Real receivers, the real sender.
 
+use std::ffi::OsString;
 use std::fs;
+use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use claude_peer_deliver::Courier;
+use claude_peer_registry::ClaudeHome;
+use claude_peer_sender::{ClaudeRelay, Idle, Mailbox};
 use serde_json::Value;
 
-use crate::receiver::{Receiver, parsed};
+use crate::receiver::{Receiver, claude, parsed, wait_for};
 
 /// Whether the receiver's transcript holds `text` anywhere (after a moment for a
 /// message in flight to land).
@@ -182,4 +188,41 @@ fn a_sender_home_on_a_way_others_may_write_is_refused_by_name_and_nothing_is_cre
         "nothing created in it"
     );
     assert!(!received(&receiver, "into a shared folder"));
+}
+
+#[test]
+fn six_hundred_idle_connections_to_the_senders_model_do_not_stop_a_send() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let hook = vec![
+        OsString::from(env!("CARGO_BIN_EXE_claude-peers")),
+        OsString::from("hook"),
+    ];
+    let relay = ClaudeRelay::new(claude(), hook).home(work.path().join("sender-home"));
+    let courier = Courier::os().with_managed_settings(work.path().join("none.json"));
+    let home = ClaudeHome::new(receiver.home.path());
+    let mut mailbox = Mailbox::with_courier(courier, home, &relay).unwrap();
+    // The sender's model endpoint, as the sender's environment names it; anyone on the
+    // machine can connect to it.
+    let environ = fs::read(format!("/proc/{}/environ", mailbox.pid())).unwrap();
+    let address = environ
+        .split(|&b| b == 0)
+        .find_map(|var| var.strip_prefix(b"ANTHROPIC_BASE_URL=http://"))
+        .map(|addr| String::from_utf8(addr.to_vec()).unwrap())
+        .expect("the sender's model address");
+    let idle: Vec<TcpStream> = (0..600)
+        .map(|_| TcpStream::connect(&address).unwrap())
+        .collect();
+
+    let sent = mailbox
+        .send(&receiver.session_id, "through the crowd", Idle::Ignore)
+        .unwrap();
+
+    let msg_id = sent.msg_id.expect("Claude Code sent it");
+    assert!(
+        wait_for(Duration::from_secs(15), || receiver.delivered(&msg_id)).is_some(),
+        "the receiver's Claude got it"
+    );
+    drop(idle);
+    drop(mailbox.close());
 }
