@@ -79,6 +79,8 @@ pub(crate) enum Command {
     ///
     /// Requests on stdin, one JSON line each:
     /// {"id":"r1","send":{"session_id":"…","message":"…","notify_when_idle":false}}.
+    /// With "session_ids":["…",…] instead of "session_id", each session is sent to once,
+    /// in pid order, and each target answered by its own event carrying "target".
     /// Events on stdout, one JSON line each: sent, refused, receipt (queued, read, held,
     /// released, denied, expired, refused, accepted), message (replies to the mailbox's address),
     /// idle, error, and closed last. End of stdin, SIGINT or SIGTERM close it cleanly.

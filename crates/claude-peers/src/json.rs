@@ -273,25 +273,34 @@ pub(crate) struct WatchEventJson<'a> {
 #[derive(Debug, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub(crate) enum MailboxEventJson<'a> {
-    /// Claude Code sent the message of request `id`.
+    /// Claude Code sent the message of request `id` (to its `target`, for a request of
+    /// several sessions; absent otherwise, so a single send's shape stays as it was).
     Sent {
         id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target: Option<&'a str>,
         msg_id: Option<&'a str>,
         session: Box<SessionJson<'a>>,
     },
-    /// Nothing was sent for request `id`.
+    /// Nothing was sent for request `id` (or its `target`).
     Refused {
         id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target: Option<&'a str>,
         refusal: &'static str,
         message: &'a str,
     },
-    /// A request read but not sent: a signal stopped the mailbox first.
+    /// A request (or its `target`) read but not sent: a signal stopped the mailbox first.
     Cancelled {
         id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target: Option<&'a str>,
     },
-    /// A request that could not be served; the mailbox goes on.
+    /// A request (or its `target`) that could not be served; the mailbox goes on.
     Error {
         id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target: Option<&'a str>,
         message: &'a str,
     },
     Receipt {

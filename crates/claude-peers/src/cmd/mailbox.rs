@@ -1,14 +1,21 @@
 //! `mailbox`: one long-lived Claude Code sender over stdin and stdout as JSON lines,
-//! for harnesses in any language.
+//! for harnesses in any language. A request with `session_ids` is sent to each session
+//! once, through the same sender, and answered with one event per target.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::Duration;
 
+use claude_peer_deliver::Delivered;
 use claude_peer_probe::stream::{self, Line};
+use claude_peer_registry::ClaudeHome;
+use claude_peer_resolve::{Discovery, Refusal};
 use claude_peer_sender::{Event, Idle, Mailbox, Waker};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -51,13 +58,25 @@ struct Request {
     send: Send,
 }
 
+/// Exactly one of `session_id` and `session_ids` names whom it is for.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Send {
-    session_id: String,
+    session_id: Option<String>,
+    session_ids: Option<Vec<String>>,
     message: String,
     #[serde(default)]
     notify_when_idle: bool,
+}
+
+impl Send {
+    const fn idle(&self) -> Idle {
+        if self.notify_when_idle {
+            Idle::Notify
+        } else {
+            Idle::Ignore
+        }
+    }
 }
 
 pub(crate) fn run(
@@ -78,13 +97,16 @@ pub(crate) fn run(
     let inputs = listen(signals, &mailbox.waker(), mailbox.pid());
     let mut out = io::stdout().lock();
     loop {
-        if inputs.signalled.try_recv().is_ok() {
+        let signalled = || inputs.signalled.load(Ordering::Acquire);
+        if signalled() {
             return Ok(stop(mailbox, &inputs.requests, &mut out));
         }
         if let Ok(input) = inputs.requests.try_recv() {
             match input {
                 Input::Request(line) => {
-                    let answered = answer(&mut mailbox, line, |event| emit(&mut out, event));
+                    let answered = answer(&mut mailbox, &ctx.home, line, &signalled, |event| {
+                        emit(&mut out, event)
+                    });
                     if answered.is_err() {
                         return Ok(close(mailbox, &mut out));
                     }
@@ -125,7 +147,13 @@ const CANCEL_GRACE: Duration = Duration::from_millis(200);
 fn stop(mailbox: Mailbox, requests: &Receiver<Input>, out: &mut impl Write) -> Exit {
     while let Ok(Input::Request(line)) = requests.recv_timeout(CANCEL_GRACE) {
         let id = line.ok().and_then(|line| request_id(&line));
-        let _ = emit(out, &MailboxEventJson::Cancelled { id: id.as_deref() });
+        let _ = emit(
+            out,
+            &MailboxEventJson::Cancelled {
+                id: id.as_deref(),
+                target: None,
+            },
+        );
     }
     close(mailbox, out)
 }
@@ -138,8 +166,8 @@ const WAITING_REQUESTS: usize = 64;
 struct Inputs {
     /// Request lines in order, then the end of stdin: at most [`WAITING_REQUESTS`].
     requests: Receiver<Input>,
-    /// The first SIGINT or SIGTERM.
-    signalled: Receiver<()>,
+    /// Set by the first SIGINT or SIGTERM.
+    signalled: Arc<AtomicBool>,
 }
 
 /// Reads requests from stdin and watches for SIGINT and SIGTERM, each on a thread of
@@ -147,12 +175,13 @@ struct Inputs {
 /// at once, killing the sender's process group (`sender`) first.
 fn listen(mut signals: Signals, waker: &Waker, sender: u32) -> Inputs {
     let (tx, requests) = mpsc::sync_channel(WAITING_REQUESTS);
-    let (signal_tx, signalled) = mpsc::channel();
+    let signalled = Arc::new(AtomicBool::new(false));
+    let signal_flag = Arc::clone(&signalled);
     let signal_waker = waker.clone();
     thread::spawn(move || {
         let mut signals = signals.forever();
         let Some(first) = signals.next() else { return };
-        let _ = signal_tx.send(());
+        signal_flag.store(true, Ordering::Release);
         signal_waker.wake();
         if signals.next().is_some() {
             if let Some(group) = rustix::process::Pid::from_raw(sender.cast_signed()) {
@@ -195,14 +224,21 @@ fn request_id(line: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Answers one request line with its event, `sent`, `refused` or `error`, handed to
-/// `emit`.
-fn answer<T>(
+/// Answers one request line with its events, `sent`, `refused` or `error` (one per
+/// target of `session_ids`), handed to `emit`, which stops it when it fails.
+/// `signalled` tells that a signal came: targets not sent to yet are then `cancelled`.
+fn answer(
     mailbox: &mut Mailbox,
+    home: &ClaudeHome,
     line: Result<String, BadLine>,
-    emit: impl FnOnce(&MailboxEventJson<'_>) -> T,
-) -> T {
-    let error = |id, message| MailboxEventJson::Error { id, message };
+    signalled: &dyn Fn() -> bool,
+    mut emit: impl FnMut(&MailboxEventJson<'_>) -> io::Result<()>,
+) -> io::Result<()> {
+    let error = |id, message| MailboxEventJson::Error {
+        id,
+        target: None,
+        message,
+    };
     let line = match line {
         Ok(line) if line.trim().is_empty() => return emit(&error(None, "an empty request line")),
         Ok(line) => line,
@@ -213,33 +249,125 @@ fn answer<T>(
         Ok(request) => request,
         Err(err) => {
             let message = format!(
-                "not a request ({err}); expected {{\"id\":…,\"send\":{{\"session_id\":…,\"message\":…}}}}"
+                "not a request ({err}); expected {{\"id\":…,\"send\":{{\"session_id\":…,\"message\":…}}}}, or \"session_ids\":[…] for several sessions"
             );
             return emit(&error(id.as_deref(), &message));
         }
     };
-    let send = request.send;
-    let idle = if send.notify_when_idle {
-        Idle::Notify
-    } else {
-        Idle::Ignore
-    };
+    let send = &request.send;
     let id = request.id.as_deref();
-    match mailbox.send(&send.session_id, &send.message, idle) {
-        Ok(delivered) => emit(&MailboxEventJson::Sent {
+    match (&send.session_id, &send.session_ids) {
+        (Some(session_id), None) => {
+            let result = mailbox.send(session_id, &send.message, send.idle());
+            emit(&Answer::of(&result).event(id, None))
+        }
+        (None, Some(targets)) if !targets.is_empty() => {
+            broadcast(mailbox, home, id, targets, send, signalled, emit)
+        }
+        (Some(_), Some(_)) => emit(&error(
             id,
-            msg_id: delivered.msg_id.as_deref(),
-            session: Box::new(SessionJson::addressable(&delivered.session)),
-        }),
-        Err(err) => match err.refusal() {
-            Some(refusal) => emit(&MailboxEventJson::Refused {
+            "a request names `session_id` or `session_ids`, not both; nothing was sent",
+        )),
+        (None, _) => emit(&error(
+            id,
+            "a request names its session with `session_id`, or several with a non-empty `session_ids`; nothing was sent",
+        )),
+    }
+}
+
+/// What one send, or one target of several, is answered.
+enum Answer<'a> {
+    Sent(&'a Delivered),
+    Refused(&'a Refusal),
+    Error(String),
+}
+
+impl<'a> Answer<'a> {
+    fn of(result: &'a Result<Delivered, claude_peer_sender::Error>) -> Self {
+        match result {
+            Ok(delivered) => Self::Sent(delivered),
+            Err(err) => Self::failed(err.refusal(), err),
+        }
+    }
+
+    fn failed(refusal: Option<&'a Refusal>, err: &impl std::fmt::Display) -> Self {
+        refusal.map_or_else(|| Self::Error(err.to_string()), Self::Refused)
+    }
+
+    fn event(&'a self, id: Option<&'a str>, target: Option<&'a str>) -> MailboxEventJson<'a> {
+        match self {
+            Self::Sent(delivered) => MailboxEventJson::Sent {
                 id,
+                target,
+                msg_id: delivered.msg_id.as_deref(),
+                session: Box::new(SessionJson::addressable(&delivered.session)),
+            },
+            Self::Refused(refusal) => MailboxEventJson::Refused {
+                id,
+                target,
                 refusal: refusal.kind.as_str(),
                 message: &refusal.message,
-            }),
-            None => emit(&error(id, &err.to_string())),
-        },
+            },
+            Self::Error(message) => MailboxEventJson::Error {
+                id,
+                target,
+                message,
+            },
+        }
     }
+}
+
+/// `session_ids`: each session sent to once, in the order of their pids; a target not
+/// live is refused at once, and a repeated one answered as its first.
+fn broadcast(
+    mailbox: &mut Mailbox,
+    home: &ClaudeHome,
+    id: Option<&str>,
+    targets: &[String],
+    send: &Send,
+    signalled: &dyn Fn() -> bool,
+    mut emit: impl FnMut(&MailboxEventJson<'_>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut times: HashMap<&str, usize> = HashMap::new();
+    let mut distinct = Vec::new();
+    for target in targets {
+        let seen = times.entry(target).or_default();
+        if *seen == 0 {
+            distinct.push(target.as_str());
+        }
+        *seen += 1;
+    }
+    // A target's event, once per time the request names it.
+    let mut answer = |target: &str, event: &MailboxEventJson<'_>| {
+        (0..times[target]).try_for_each(|_| emit(event))
+    };
+    let discovery = Discovery::os();
+    let mut order = Vec::new();
+    for target in distinct {
+        match discovery.resolve_live_session(home, target) {
+            Ok(session) => order.push((session.pid.get(), target)),
+            Err(err) => {
+                let refused = Answer::failed(err.refusal(), &err);
+                answer(target, &refused.event(id, Some(target)))?;
+            }
+        }
+    }
+    order.sort_by_key(|(pid, _)| *pid);
+    for (n, (_, target)) in order.iter().enumerate() {
+        if signalled() {
+            for &(_, target) in &order[n..] {
+                let cancelled = MailboxEventJson::Cancelled {
+                    id,
+                    target: Some(target),
+                };
+                answer(target, &cancelled)?;
+            }
+            return Ok(());
+        }
+        let result = mailbox.send(target, &send.message, send.idle());
+        answer(target, &Answer::of(&result).event(id, Some(target)))?;
+    }
+    Ok(())
 }
 
 fn emit(out: &mut impl Write, event: &impl Serialize) -> io::Result<()> {

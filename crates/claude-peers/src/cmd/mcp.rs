@@ -2,18 +2,21 @@
 //!
 //! Each tool answers with the `--json` shape of the command it stands for, from the same
 //! code: `list_sessions` as `list`, `show_session` as `show`, `inbound_policy` as
-//! `settings effective`, `send_message` as `send` through Claude Code. A refusal or an
-//! error is a tool error carrying the refusal JSON; a request that is not a valid call
-//! (unknown tool, wrong-typed argument, oversized message, sender name that `--from`
-//! refuses) is a JSON-RPC error. No tool changes settings: an agent must not be able to
-//! loosen the user's inbound policy.
+//! `settings effective`, `send_message` as `send` through Claude Code (with
+//! `session_ids`, as `send` to several targets). A refusal or an error is a tool error
+//! carrying the refusal JSON, but a send to several sessions answers every target's
+//! result, failed ones too, and is a tool error only when it fails as a whole. A request
+//! that is not a valid call (unknown tool, wrong-typed argument, oversized message,
+//! sender name that `--from` refuses, both or neither of `session_id` and `session_ids`)
+//! is a JSON-RPC error. No tool changes settings: an agent must not be able to loosen
+//! the user's inbound policy.
 //!
-//! Each send runs its own Claude Code, so at most [`SENDERS`] run at once and later
-//! calls wait their turn in arrival order: a client cannot start hundreds. A call the
-//! client cancels (`notifications/cancelled`) is not sent if its turn has not come, and
-//! has its sender stopped if it has (a message already handed over stays sent). SIGINT
-//! and SIGTERM stop every send; so does a closed stdin, once rmcp has let the calls
-//! under way answer for up to 5 s.
+//! Each call runs its own Claude Code (one for all of its sessions), so at most
+//! [`SENDERS`] run at once and later calls wait their turn in arrival order: a client
+//! cannot start hundreds. A call the client cancels (`notifications/cancelled`) is not
+//! sent if its turn has not come, and has its sender stopped if it has (a message
+//! already handed over stays sent). SIGINT and SIGTERM stop every send; so does a closed
+//! stdin, once rmcp has let the calls under way answer for up to 5 s.
 //!
 //! The async runtime lives here, in the command, and only for this subcommand: the
 //! library crates stay synchronous, and their blocking calls run on tokio's blocking pool.
@@ -45,7 +48,10 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinError;
 
 use crate::error::{Exit, Failure};
-use crate::json::{DeliveredJson, SessionDetailJson, SessionJson, SessionsJson, Via};
+use crate::json::{
+    BroadcastJson, DeliveredJson, SessionDetailJson, SessionJson, SessionsJson, Via,
+};
+use crate::ops::broadcast::{Targets, broadcast};
 use crate::ops::send::{self, Relayed};
 use crate::ops::{Context, policy, sessions};
 use crate::output::Output;
@@ -131,11 +137,19 @@ struct PolicyArgs {
 #[schemars(crate = "rmcp::schemars")]
 struct SendArgs {
     /// The receiving session's id (from `list_sessions`).
-    session_id: String,
+    session_id: Option<String>,
+    /// Instead of `session_id`: the ids of several receiving sessions, each sent to once.
+    session_ids: Option<Vec<String>>,
     /// The text to deliver, at most 65536 bytes.
     message: String,
     /// The sender's name, which the receiver sees (default: claude-peers).
     from: Option<String>,
+}
+
+/// Whom a `send_message` call is for.
+enum Whom {
+    One(String),
+    Several(Vec<String>),
 }
 
 /// The MCP server: the tools and the `claude-peers://sessions` resource.
@@ -209,7 +223,7 @@ impl Peers {
     }
 
     #[tool(
-        description = "Send one message to one live Claude Code session through Claude Code's own SendMessage, after checking its identity and inbound policy; reports what the receiver did, from its own transcript (read, queued while it is busy, held for its user) or why it was refused. At most 4 sends run at once; others wait their turn.",
+        description = "Send one message to one live Claude Code session (session_id), or to several (session_ids: each once, answered per target with delivered and failed counts), through Claude Code's own SendMessage, after checking identity and inbound policy; reports what each receiver did, from its own transcript (read, queued while it is busy, held for its user) or why it was refused. At most 4 calls send at once; others wait their turn.",
         annotations(
             read_only_hint = false,
             destructive_hint = false,
@@ -234,6 +248,22 @@ impl Peers {
         if let Err(err) = claude_peer_sender::check_sender_name(&from) {
             return Err(ErrorData::invalid_params(err.to_string(), None));
         }
+        let whom = match (args.session_id, args.session_ids) {
+            (Some(session_id), None) => Whom::One(session_id),
+            (None, Some(session_ids)) if !session_ids.is_empty() => Whom::Several(session_ids),
+            (Some(_), Some(_)) => {
+                return Err(ErrorData::invalid_params(
+                    "pass `session_id` or `session_ids`, not both",
+                    None,
+                ));
+            }
+            (None, _) => {
+                return Err(ErrorData::invalid_params(
+                    "pass `session_id`, or a non-empty `session_ids` for several sessions",
+                    None,
+                ));
+            }
+        };
         let turn = Arc::clone(&self.config.senders).acquire_owned();
         // Cancelled before its turn: nothing was started (rmcp drops this answer).
         let turn = context.ct.run_until_cancelled(turn).await;
@@ -251,8 +281,21 @@ impl Peers {
             let relay = Relayed::Claude(
                 send::claude(config.claude.clone(), from, DEFAULT_TIMEOUT)?.cancel_with(call),
             );
-            let delivered = send::send(&config.ctx, &args.session_id, &args.message, &relay)?;
-            to_json(&DeliveredJson::new(&delivered, Via::Claude))
+            match whom {
+                Whom::One(session_id) => {
+                    let delivered = send::send(&config.ctx, &session_id, &args.message, &relay)?;
+                    to_json(&DeliveredJson::new(&delivered, Via::Claude))
+                }
+                // One sender serves them all, on this call's one turn.
+                Whom::Several(given) => {
+                    let targets = Targets {
+                        given,
+                        ..Targets::default()
+                    };
+                    let outcomes = broadcast(&config.ctx, &targets, &args.message, &relay)?;
+                    to_json(&BroadcastJson::new(&outcomes, Via::Claude))
+                }
+            }
         });
         // Cancelled on its turn: its sender is stopped, and reaped before the call ends.
         let done = if let Some(done) = context.ct.run_until_cancelled(&mut work).await {

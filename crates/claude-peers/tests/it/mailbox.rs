@@ -16,15 +16,15 @@ use serde_json::{Value, json};
 use crate::receiver::{Burners, Receiver, claude, set_policy, wait_for};
 
 /// A running `claude-peers mailbox` and the JSON lines it prints.
-struct MailboxProcess {
+pub(crate) struct MailboxProcess {
     child: Child,
-    stdin: Option<ChildStdin>,
+    pub(crate) stdin: Option<ChildStdin>,
     lines: Lines,
     cache: tempfile::TempDir,
 }
 
 impl MailboxProcess {
-    fn start(home: &Path) -> Self {
+    pub(crate) fn start(home: &Path) -> Self {
         let cache = tempfile::tempdir().unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
             .arg("--home")
@@ -55,7 +55,7 @@ impl MailboxProcess {
         }
     }
 
-    fn request(&mut self, line: &str) {
+    pub(crate) fn request(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{line}").unwrap();
         stdin.flush().unwrap();
@@ -74,7 +74,7 @@ impl MailboxProcess {
     }
 
     /// Events until one satisfies `wanted` (returned last), within `limit`.
-    fn until(&self, limit: Duration, wanted: impl Fn(&Value) -> bool) -> Vec<Value> {
+    pub(crate) fn until(&self, limit: Duration, wanted: impl Fn(&Value) -> bool) -> Vec<Value> {
         self.lines
             .until_json(limit, wanted)
             .unwrap_or_else(|unmet| {
@@ -116,7 +116,7 @@ impl Drop for MailboxProcess {
     }
 }
 
-fn is(event: &Value, name: &str) -> bool {
+pub(crate) fn is(event: &Value, name: &str) -> bool {
     event["event"] == name
 }
 

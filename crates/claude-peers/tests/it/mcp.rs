@@ -51,6 +51,15 @@ pub(crate) struct Mcp {
 impl Mcp {
     /// Starts the server on `home`, with no managed settings and `args` after `mcp`.
     pub(crate) fn start(home: &Path, args: &[OsString]) -> Self {
+        Self::start_with(home, args, |_| {})
+    }
+
+    /// The same, its environment adjusted by `env`.
+    pub(crate) fn start_with(
+        home: &Path,
+        args: &[OsString],
+        env: impl FnOnce(&mut tokio::process::Command),
+    ) -> Self {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -64,6 +73,7 @@ impl Mcp {
             .arg(home.join("no-managed-settings.json"))
             .args(args)
             .env_remove("CLAUDE_CONFIG_DIR");
+        env(&mut command);
         let (sender, updates) = mpsc::unbounded_channel();
         let client = runtime.block_on(async {
             Listener(sender)
@@ -109,7 +119,7 @@ impl Mcp {
     }
 
     /// A JSON-RPC error's code and message.
-    fn rpc_error(&self, tool: &str, arguments: Value) -> (i32, String) {
+    pub(crate) fn rpc_error(&self, tool: &str, arguments: Value) -> (i32, String) {
         match self.call(tool, arguments) {
             Err(ServiceError::McpError(error)) => (error.code.0, error.message.into_owned()),
             other => panic!("{tool} is a JSON-RPC error, not {other:?}"),
@@ -233,10 +243,7 @@ fn the_tools_and_the_resource_are_what_a_client_sees_with_schemas_and_one_line_d
         let tool = tools.iter().find(|t| t.name == name).unwrap();
         Value::Object((*tool.input_schema).clone())
     };
-    assert_eq!(
-        schema("send_message")["required"],
-        json!(["session_id", "message"])
-    );
+    assert_eq!(schema("send_message")["required"], json!(["message"]));
     assert_eq!(schema("show_session")["required"], json!(["session"]));
     assert_eq!(
         schema("list_sessions")["properties"]["all"]["type"],
