@@ -5,7 +5,8 @@
 //! transcript (`<home>/projects/<dir>/<sessionId>.jsonl`, one JSON object per line,
 //! appended) says whether it was queued, given to its model, or held. [`Follower`] reads
 //! only what is appended after it starts, line by line and bounded; [`fact`] reads one
-//! line; [`envelope`] is the one reader of a message's envelope.
+//! line; [`envelope`] is the one reader of a message's envelope; [`summary`] reads the
+//! end of a transcript: the last prompt and when it was last written.
 //!
 //! # Example
 //!
@@ -43,8 +44,10 @@ mod error;
 mod facts;
 mod find;
 mod follow;
+mod summary;
 
 pub use error::Error;
 pub use facts::{Fact, fact};
 pub use find::find;
 pub use follow::Follower;
+pub use summary::{PROMPT_CHARS, Summary, TAIL_BYTES, summary};

@@ -8,6 +8,7 @@ use claude_peer_deliver::Delivered;
 use claude_peer_registry::{Pid, Record, Verdict};
 use claude_peer_resolve::{AddressableSession, LiveSession, Session};
 use claude_peer_sender::Event;
+use claude_peer_transcript::Summary;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -125,6 +126,9 @@ pub(crate) struct SessionDetailJson<'a> {
     proc_start: Option<&'a str>,
     spare: bool,
     parked_job_id: Option<&'a Value>,
+    transcript_path: Option<&'a Path>,
+    last_prompt: Option<&'a str>,
+    last_activity_ms: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -135,7 +139,8 @@ struct FormerNameJson<'a> {
 }
 
 impl<'a> SessionDetailJson<'a> {
-    pub(crate) fn new(session: &'a Session) -> Self {
+    /// `session` in full, with the end of its transcript when it has one.
+    pub(crate) fn new(session: &'a Session, transcript: Option<&'a Summary>) -> Self {
         let record = session.record.as_ref();
         Self {
             session: SessionJson::new(session),
@@ -165,6 +170,9 @@ impl<'a> SessionDetailJson<'a> {
             proc_start: record.and_then(|r| r.proc_start.as_deref()),
             spare: record.is_some_and(|r| r.spare),
             parked_job_id: record.and_then(|r| r.parked_job_id.as_ref()),
+            transcript_path: transcript.map(|t| t.path.as_path()),
+            last_prompt: transcript.and_then(|t| t.last_prompt.as_deref()),
+            last_activity_ms: transcript.and_then(|t| t.last_activity_ms),
         }
     }
 }

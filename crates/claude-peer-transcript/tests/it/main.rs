@@ -3,6 +3,7 @@
 
 mod find;
 mod follow;
+mod summary;
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;

@@ -191,7 +191,8 @@ impl Peers {
         let config = Arc::clone(&self.config);
         blocking(move || {
             let session = sessions::find(&config.ctx, &args.session, &diagnostics())?;
-            to_json(&SessionDetailJson::new(&session))
+            let transcript = sessions::transcript(&config.ctx, &session, &diagnostics());
+            to_json(&SessionDetailJson::new(&session, transcript.as_ref()))
         })
         .await
     }

@@ -1,6 +1,7 @@
 //! `show`: one session in full, by session id or by the name of one live session.
 
 use claude_peer_resolve::Session;
+use claude_peer_transcript::Summary;
 
 use crate::error::{Exit, Failure};
 use crate::json::SessionDetailJson;
@@ -10,15 +11,16 @@ use crate::table::{Column, Style, ago, local_time, now_ms, status_text, table};
 
 pub(crate) fn run(ctx: &Context, target: &str, out: &Output) -> Result<Exit, Failure> {
     let session = sessions::find(ctx, target, out)?;
+    let transcript = sessions::transcript(ctx, &session, out);
     if out.json {
-        out.json(&SessionDetailJson::new(&session))?;
+        out.json(&SessionDetailJson::new(&session, transcript.as_ref()))?;
     } else {
-        out.text(&human_show(&session))?;
+        out.text(&human_show(&session, transcript.as_ref()))?;
     }
     Ok(Exit::Success)
 }
 
-fn human_show(session: &Session) -> String {
+fn human_show(session: &Session, transcript: Option<&Summary>) -> String {
     let now = now_ms();
     let record = session.record.as_ref();
     let text = |value: Option<&str>| value.map(str::to_owned);
@@ -89,6 +91,18 @@ fn human_show(session: &Session) -> String {
         ("started", ms(record.and_then(|r| r.started_at))),
         ("updated", ms(record.and_then(|r| r.updated_at))),
         ("file", Some(session.file.display().to_string())),
+        (
+            "transcript",
+            transcript.map(|t| t.path.display().to_string()),
+        ),
+        (
+            "last prompt",
+            transcript.and_then(|t| t.last_prompt.clone()),
+        ),
+        (
+            "last activity",
+            ms(transcript.and_then(|t| t.last_activity_ms)),
+        ),
     ];
     let rows: Vec<Vec<String>> = fields
         .into_iter()

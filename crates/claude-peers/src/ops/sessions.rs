@@ -5,6 +5,8 @@ use claude_peer_resolve::{
     AddressableSession, Discovery, Entries, RefusalKind, Scan, Scope, Session,
 };
 
+use claude_peer_transcript::Summary;
+
 use crate::error::Failure;
 use crate::ops::Context;
 use crate::output::Output;
@@ -96,5 +98,18 @@ pub(crate) fn find(ctx: &Context, target: &str, out: &Output) -> Result<Session,
             })
             .ok_or_else(not_found),
         _ => Err(err.into()),
+    }
+}
+
+/// The end of `session`'s transcript (its last prompt, when it last wrote), when it has
+/// one; a transcript that cannot be read is left out with a warning on stderr.
+pub(crate) fn transcript(ctx: &Context, session: &Session, out: &Output) -> Option<Summary> {
+    let session_id = &session.record.as_ref()?.session_id;
+    match claude_peer_transcript::summary(&ctx.home, session_id) {
+        Ok(summary) => summary,
+        Err(err) => {
+            out.warn(&err.to_string());
+            None
+        }
     }
 }

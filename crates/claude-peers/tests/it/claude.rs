@@ -502,3 +502,27 @@ fn sigint_during_a_send_kills_its_sender_and_leaves_no_plan() {
         .collect();
     assert!(runs.is_empty(), "no run directory is left: {runs:?}");
 }
+
+#[test]
+fn show_joins_the_transcript_the_last_prompt_and_the_last_activity() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let runtime = tempfile::tempdir().unwrap();
+    let (code, json, stderr) = receiver.send(runtime.path(), "what are you on?", &[]);
+    assert_eq!(code, 0, "{json} {stderr}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        .arg("--home")
+        .arg(receiver.home.path())
+        .args(["--json", "show", &receiver.session_id])
+        .output()
+        .unwrap();
+    let (code, shown, stderr) = parsed(&out);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        shown["transcript_path"],
+        receiver.transcript_path(&receiver.session_id).to_str().unwrap()
+    );
+    let last = shown["last_prompt"].as_str().unwrap();
+    assert!(last.contains("what are you on?"), "{last}");
+    assert!(shown["last_activity_ms"].as_u64().unwrap() > 0, "{shown}");
+}
