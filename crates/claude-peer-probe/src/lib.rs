@@ -7,7 +7,7 @@
 //!
 //! - [`ProcessTable`]: `kill(pid, 0)` (or, for big registries, the pids `/proc`
 //!   lists), `/proc/<pid>/stat` (state, start token, and thread-group leadership from
-//!   its `exit_signal`), this reader's uid and pid domain. A long-lived [`OsProcessTable`] pins the live processes it
+//!   its `exit_signal`; the parent), this reader's uid and pid domain. A long-lived [`OsProcessTable`] pins the live processes it
 //!   has seen with pidfds and answers for them without reading `/proc` again;
 //! - [`RegistryFs`]: the registry directory and its files, read without following
 //!   links, without blocking and never past a bound; sockets by `lstat` only;
@@ -139,6 +139,14 @@ pub trait ProcessTable: Sync {
     /// Everything else known about a pid that answered `signal`: state, thread-group
     /// leadership, start token and start time. Unknown facts stay `None`.
     fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts;
+
+    /// The parent of `pid`'s process now, to find the session a program runs under;
+    /// `None` when unknown or no [`Pid`] (0 or 1: no record names them). By default,
+    /// `None`.
+    fn parent(&self, pid: Pid) -> Option<Pid> {
+        let _ = pid;
+        None
+    }
 
     /// This reader's uid and pid domain.
     fn reader(&self) -> Reader;

@@ -27,6 +27,8 @@ pub fn home() -> ClaudeHome {
 pub struct FakeProcessTable {
     /// What each pid is.
     pub processes: HashMap<Pid, ProcessFacts>,
+    /// Each pid's parent, where it has one.
+    pub parents: HashMap<Pid, Pid>,
     /// This reader.
     pub reader: Reader,
 }
@@ -37,6 +39,7 @@ impl FakeProcessTable {
     pub fn new(uid: u32, pid_domain: Option<&str>) -> Self {
         Self {
             processes: HashMap::new(),
+            parents: HashMap::new(),
             reader: Reader {
                 uid,
                 pid_domain: pid_domain.map(str::to_owned),
@@ -57,6 +60,13 @@ impl FakeProcessTable {
                 started_at: None,
             },
         );
+        self
+    }
+
+    /// Makes `parent` the parent of `pid`.
+    #[must_use]
+    pub fn with_parent(mut self, pid: Pid, parent: Pid) -> Self {
+        self.parents.insert(pid, parent);
         self
     }
 }
@@ -89,6 +99,10 @@ impl ProcessTable for FakeProcessTable {
             .get(&pid)
             .cloned()
             .unwrap_or_else(|| ProcessFacts::with_signal(signal))
+    }
+
+    fn parent(&self, pid: Pid) -> Option<Pid> {
+        self.parents.get(&pid).copied()
     }
 
     fn reader(&self) -> Reader {
@@ -281,6 +295,10 @@ impl<T: ProcessTable + Send> ProcessTable for Shared<T> {
 
     fn facts(&self, pid: Pid, signal: Signal) -> ProcessFacts {
         lock(&self.0).facts(pid, signal)
+    }
+
+    fn parent(&self, pid: Pid) -> Option<Pid> {
+        lock(&self.0).parent(pid)
     }
 
     fn reader(&self) -> Reader {

@@ -104,6 +104,8 @@ pub(crate) enum Command {
         #[arg(long)]
         poll: bool,
     },
+    /// The live Claude Code session this command runs under (through its parent processes)
+    Whoami,
     /// Serve the sessions as MCP tools on stdin and stdout, for any MCP client
     ///
     /// Tools: list_sessions, show_session, inbound_policy (read-only) and send_message

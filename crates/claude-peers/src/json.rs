@@ -177,6 +177,13 @@ impl<'a> SessionDetailJson<'a> {
     }
 }
 
+/// `whoami --json` and the MCP `whoami`: an object around the session as `list --json`
+/// shows it.
+#[derive(Debug, Serialize)]
+pub(crate) struct WhoamiJson<'a> {
+    pub(crate) session: SessionJson<'a>,
+}
+
 /// `list_sessions`: an object, as MCP wants structured content to be, around `list --json`.
 #[derive(Debug, Serialize)]
 pub(crate) struct SessionsJson<'a> {

@@ -50,6 +50,7 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
         Command::Resolve { session_id } => cmd::resolve::run(&ctx, &session_id, out),
         Command::Settings { action } => cmd::settings::run(ctx, action, out),
         Command::Watch { poll } => cmd::watch::run(&ctx, poll, out),
+        Command::Whoami => cmd::whoami::run(&ctx, out),
         Command::Send(args) => cmd::send::run(ctx, args, out),
         Command::Mailbox {
             from,

@@ -154,6 +154,21 @@ impl ProcessTable for OsProcessTable {
         }
     }
 
+    /// Read afresh from `/proc/<pid>/stat` each time; `None` off Linux.
+    fn parent(&self, pid: Pid) -> Option<Pid> {
+        #[cfg(target_os = "linux")]
+        {
+            procfs::proc_dir()
+                .and_then(|proc_dir| procfs::parent(proc_dir, pid))
+                .and_then(Pid::new)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = pid;
+            None
+        }
+    }
+
     fn reader(&self) -> Reader {
         Reader {
             uid: rustix::process::geteuid().as_raw(),
@@ -191,6 +206,14 @@ mod tests {
         let by_stat = table.linux.facts(pid, Signal::Alive).thread_group_leader;
         assert_eq!(table.pinned(), 0, "a table without pins pins nothing");
         (by_pidfd, by_stat)
+    }
+
+    #[test]
+    fn the_parent_is_the_one_the_os_names() {
+        use crate::ProcessTable as _;
+        let me = Pid::new(std::process::id()).unwrap();
+        let parent = OsProcessTable::new().parent(me);
+        assert_eq!(parent, Pid::new(std::os::unix::process::parent_id()));
     }
 
     #[test]

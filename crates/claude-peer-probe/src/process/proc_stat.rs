@@ -6,6 +6,8 @@
 pub(crate) struct StatFields<'a> {
     /// Field 3, the one-letter scheduler state (`R`, `S`, `Z`, `X`, …).
     pub(crate) state: u8,
+    /// Field 4, the parent's pid (`0` for a process with none).
+    pub(crate) parent: u32,
     /// Field 22, `starttime` in clock ticks since boot, as the kernel wrote it.
     pub(crate) start_text: &'a str,
     /// The same, as a number.
@@ -31,7 +33,8 @@ pub(crate) fn parse_stat(line: &[u8]) -> Option<StatFields<'_>> {
         [b] => *b,
         _ => return None,
     };
-    let start = fields.nth(18)?;
+    let parent = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
+    let start = fields.nth(17)?;
     if !start.iter().all(u8::is_ascii_digit) {
         return None;
     }
@@ -43,6 +46,7 @@ pub(crate) fn parse_stat(line: &[u8]) -> Option<StatFields<'_>> {
         .map(|exit_signal| exit_signal >= 0);
     Some(StatFields {
         state,
+        parent,
         start_text,
         start_ticks,
         leader,
@@ -123,6 +127,7 @@ mod tests {
     fn a_plain_stat_line_gives_state_field_22_and_leadership() {
         let f = parse_stat(SLEEP).unwrap();
         assert_eq!(f.state, b'S');
+        assert_eq!(f.parent, 4200);
         assert_eq!(f.start_text, "15417");
         assert_eq!(f.start_ticks, 15417);
         assert_eq!(f.leader, Some(true), "exit_signal 17 (SIGCHLD)");
@@ -154,6 +159,7 @@ mod tests {
             f.state, b'Z',
             "the fake fields inside the name must be ignored"
         );
+        assert_eq!(f.parent, 1);
         assert_eq!(f.start_text, "999");
     }
 
@@ -261,6 +267,7 @@ mod tests {
             line.extend_from_slice(format!(" {start} 0 0\n").as_bytes());
             let f = parse_stat(&line).unwrap();
             prop_assert_eq!(f.state, state);
+            prop_assert_eq!(f.parent, 4);
             prop_assert_eq!(f.start_ticks, start);
             prop_assert_eq!(f.start_text, start.to_string());
         }

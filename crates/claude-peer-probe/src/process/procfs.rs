@@ -51,18 +51,8 @@ pub(super) fn proc_dir() -> Option<&'static OwnedFd> {
 /// thread-group leadership. Only `signal` when the line cannot be read or parsed.
 pub(super) fn stat_facts(proc_dir: &OwnedFd, pid: Pid, signal: Signal) -> ProcessFacts {
     let mut facts = ProcessFacts::with_signal(signal);
-    let mut path = ProcPathBuf::new();
     let mut stat_buf = [0; STAT_BUF];
-    // The stat line is complete once its newline has arrived.
-    let stat = path
-        .of(pid, "stat")
-        .and_then(|p| {
-            read_file(proc_dir, p, &mut stat_buf, |read| {
-                read.last() == Some(&b'\n')
-            })
-        })
-        .and_then(proc_stat::parse_stat);
-    let Some(stat) = stat else {
+    let Some(stat) = stat_line(proc_dir, pid, &mut stat_buf) else {
         // Vanished, unreadable or malformed: nothing is known.
         return facts;
     };
@@ -75,6 +65,26 @@ pub(super) fn stat_facts(proc_dir: &OwnedFd, pid: Pid, signal: Signal) -> Proces
     facts.started_at = clock().and_then(|c| c.at(stat.start_ticks));
     facts.thread_group_leader = stat.leader;
     facts
+}
+
+/// The parent pid `/proc/<pid>/stat` names now; never pinned, since a process whose
+/// parent exits gets another.
+pub(super) fn parent(proc_dir: &OwnedFd, pid: Pid) -> Option<u32> {
+    let mut stat_buf = [0; STAT_BUF];
+    stat_line(proc_dir, pid, &mut stat_buf).map(|stat| stat.parent)
+}
+
+/// `/proc/<pid>/stat`, read whole into `buf` and parsed.
+fn stat_line<'b>(
+    proc_dir: &OwnedFd,
+    pid: Pid,
+    buf: &'b mut [u8],
+) -> Option<proc_stat::StatFields<'b>> {
+    let mut path = ProcPathBuf::new();
+    // The stat line is complete once its newline has arrived.
+    let path = path.of(pid, "stat")?;
+    read_file(proc_dir, path, buf, |read| read.last() == Some(&b'\n'))
+        .and_then(proc_stat::parse_stat)
 }
 
 /// What turns a `starttime` into wall-clock time.

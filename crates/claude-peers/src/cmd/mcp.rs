@@ -49,11 +49,11 @@ use tokio::task::JoinError;
 
 use crate::error::{Exit, Failure};
 use crate::json::{
-    BroadcastJson, DeliveredJson, SessionDetailJson, SessionJson, SessionsJson, Via,
+    BroadcastJson, DeliveredJson, SessionDetailJson, SessionJson, SessionsJson, Via, WhoamiJson,
 };
 use crate::ops::broadcast::{Targets, broadcast};
 use crate::ops::send::{self, Relayed};
-use crate::ops::{Context, policy, sessions};
+use crate::ops::{Context, policy, sessions, whoami};
 use crate::output::Output;
 use crate::signals::{Interrupt, OnSignal};
 
@@ -193,6 +193,21 @@ impl Peers {
             let session = sessions::find(&config.ctx, &args.session, &diagnostics())?;
             let transcript = sessions::transcript(&config.ctx, &session, &diagnostics());
             to_json(&SessionDetailJson::new(&session, transcript.as_ref()))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "The live Claude Code session this server runs under (found through its parent processes, as Claude Code starts its MCP servers; never from an inherited variable, so it is right after /clear too): the object list_sessions gives for it, so a peer can be told where to reply. not_in_a_session when no session runs it.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn whoami(&self) -> CallToolResult {
+        let config = Arc::clone(&self.config);
+        blocking(move || {
+            let session = whoami::whoami(&config.ctx, std::process::id())?;
+            to_json(&WhoamiJson {
+                session: SessionJson::live(&session),
+            })
         })
         .await
     }

@@ -13,3 +13,4 @@ pub(crate) mod send;
 pub(crate) mod settings;
 pub(crate) mod show;
 pub(crate) mod watch;
+pub(crate) mod whoami;

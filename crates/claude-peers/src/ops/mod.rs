@@ -10,6 +10,7 @@ pub(crate) mod policy;
 pub(crate) mod send;
 pub(crate) mod sessions;
 pub(crate) mod settings;
+pub(crate) mod whoami;
 
 use std::path::PathBuf;
 

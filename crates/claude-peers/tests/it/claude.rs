@@ -520,7 +520,10 @@ fn show_joins_the_transcript_the_last_prompt_and_the_last_activity() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
         shown["transcript_path"],
-        receiver.transcript_path(&receiver.session_id).to_str().unwrap()
+        receiver
+            .transcript_path(&receiver.session_id)
+            .to_str()
+            .unwrap()
     );
     let last = shown["last_prompt"].as_str().unwrap();
     assert!(last.contains("what are you on?"), "{last}");

@@ -22,3 +22,4 @@ mod settings;
 mod support;
 mod terminal;
 mod watch;
+mod whoami;

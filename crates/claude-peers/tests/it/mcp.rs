@@ -226,7 +226,8 @@ fn the_tools_and_the_resource_are_what_a_client_sees_with_schemas_and_one_line_d
             "inbound_policy",
             "list_sessions",
             "send_message",
-            "show_session"
+            "show_session",
+            "whoami"
         ],
         "no tool changes settings"
     );

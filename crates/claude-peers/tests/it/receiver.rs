@@ -143,7 +143,7 @@ impl Receiver {
         Self::launch(home, cwd, args, &[], script)
     }
 
-    fn launch(
+    pub(crate) fn launch(
         home: &Arc<tempfile::TempDir>,
         cwd: &str,
         args: &[&str],
