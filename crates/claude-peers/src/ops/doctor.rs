@@ -64,7 +64,7 @@ pub(crate) fn doctor(ctx: &Context, session: Option<&str>, claude: Option<PathBu
         ),
     });
     let probed = match found {
-        Ok(binary) => probe(&binary),
+        Ok(binary) => probe(ctx, &binary),
         Err(_) => Probed::NoClaude,
     };
     checks.push(messaging_check(&probed));
@@ -149,7 +149,6 @@ fn version(claude: &Path) -> Result<String, String> {
     }
 }
 
-/// What the found Claude Code can do, probed as a send would start it.
 /// What probing Claude Code found.
 #[derive(Debug)]
 enum Probed {
@@ -161,13 +160,15 @@ enum Probed {
     Ran(Capabilities),
 }
 
-fn probe(binary: &ClaudeBinary) -> Probed {
+/// What the found Claude Code can do, probed as a send would start it: under the same
+/// managed settings, so hooks they switch off stop the probe as they stop a send.
+fn probe(ctx: &Context, binary: &ClaudeBinary) -> Probed {
     let relay = send::claude(
         Some(binary.path.clone()),
         DEFAULT_SENDER_NAME.to_owned(),
         PROBE_TIMEOUT,
     );
-    match relay.map(|relay| relay.probe()) {
+    match relay.map(|relay| relay.managed_settings(&ctx.managed_settings).probe()) {
         Ok(Ok(capabilities)) => Probed::Ran(capabilities),
         Ok(Err(err)) => Probed::Failed(err.to_string()),
         Err(failure) => Probed::Failed(failure.message),
