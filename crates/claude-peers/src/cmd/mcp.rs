@@ -7,92 +7,102 @@
 //! carrying the refusal JSON, but a send to several sessions answers every target's
 //! result, failed ones too, and is a tool error only when it fails as a whole. A request
 //! that is not a valid call (unknown tool, wrong-typed argument, oversized message,
-//! sender name that `--from` refuses, both or neither of `session_id` and `session_ids`)
-//! is a JSON-RPC error. No tool changes settings: an agent must not be able to loosen
-//! the user's inbound policy.
+//! sender name that `--from` refuses, both or neither of `session_id` and `session_ids`,
+//! a `timeout_s` out of range) is a JSON-RPC error. No tool changes settings: an agent
+//! must not be able to loosen the user's inbound policy.
 //!
-//! Each call runs its own Claude Code (one for all of its sessions), so at most
-//! [`SENDERS`] run at once and later calls wait their turn in arrival order: a client
-//! cannot start hundreds. A call the client cancels (`notifications/cancelled`) is not
-//! sent if its turn has not come, and has its sender stopped if it has (a message
-//! already handed over stays sent). SIGINT and SIGTERM stop every send; so does a closed
-//! stdin, once rmcp has let the calls under way answer for up to 5 s.
+//! Every `send_message` goes through one mailbox ([`inbox`]), started by the first and
+//! kept for the server's life, in arrival order: one sender, whose address receivers
+//! reply to, so replies, later receipts and idle notices reach the agent through
+//! `wait_for_messages` and `notifications/message`. A call the client cancels before the
+//! mailbox takes it is not sent; one taken is sent whole. A closed stdin or SIGINT or
+//! SIGTERM closes the mailbox cleanly, its waiting calls unsent (a second signal exits
+//! at once).
 //!
 //! The async runtime lives here, in the command, and only for this subcommand: the
-//! library crates stay synchronous, and their blocking calls run on tokio's blocking pool.
+//! library crates stay synchronous, and their blocking calls run on tokio's blocking pool
+//! or the mailbox's thread.
 
+mod inbox;
 mod sessions_resource;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::Duration;
 
-use claude_peer_deliver::{DEFAULT_TIMEOUT, check_message};
+use claude_peer_deliver::check_message;
 use claude_peer_resolve::Scope;
-use claude_peer_sender::Cancel;
+use claude_peer_sender::Idle;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
+#[allow(deprecated, reason = "logging is what clients speak today")]
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourcesResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    ListResourcesResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{
     ErrorData, RoleServer, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use tokio::sync::Semaphore;
+use serde_json::{Value, json};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 use tokio::task::JoinError;
 
 use crate::error::{Exit, Failure};
-use crate::json::{
-    BroadcastJson, DeliveredJson, SessionDetailJson, SessionJson, SessionsJson, Via, WhoamiJson,
-};
-use crate::ops::broadcast::{Targets, broadcast};
-use crate::ops::send::{self, Relayed};
+use crate::json::{SessionDetailJson, SessionJson, SessionsJson, WhoamiJson};
 use crate::ops::{Context, policy, sessions, whoami};
 use crate::output::Output;
-use crate::signals::{Interrupt, OnSignal};
+use inbox::{Events, Inbox, Whom};
 
 /// How rmcp begins the message of arguments that do not deserialize.
 const BAD_ARGUMENTS: &str = "failed to deserialize parameters:";
 
-/// How many senders may run at once.
-const SENDERS: usize = 4;
+/// The longest `wait_for_messages` may wait, in seconds.
+const MAX_WAIT_S: f64 = 300.0;
 
-/// What the server was started with.
+/// What the server was started with, and what it keeps.
 #[derive(Debug)]
 struct Config {
     ctx: Context,
     /// The Claude Code that `send_message` sends with; `None`: `claude` on `PATH`.
     claude: Option<PathBuf>,
-    /// Pulled by SIGINT or SIGTERM (then the server exits) or a closed stdin: sends
-    /// under way are stopped and cleaned up. Each call sends with a child of it.
-    cancel: Cancel,
-    /// The senders' turns, granted in the order calls asked (tokio's semaphore is fair).
-    senders: Arc<Semaphore>,
+    /// What the mailbox heard, for `wait_for_messages`; there before the mailbox is.
+    events: Arc<Events>,
+    /// The mailbox, once a `send_message` started it.
+    inbox: tokio::sync::Mutex<Option<Arc<Inbox>>>,
+    /// Set once the server ends: no mailbox is started after it closed.
+    ending: AtomicBool,
+    /// The client, once it called a tool: new events are announced to it.
+    peer: Mutex<Option<Peer<RoleServer>>>,
 }
 
-/// Serves MCP on stdin and stdout until the client closes stdin.
+/// Serves MCP on stdin and stdout until the client closes stdin or a signal comes.
 pub(crate) fn run(ctx: Context, claude: Option<PathBuf>) -> Result<Exit, Failure> {
-    let interrupt = Interrupt::watch(OnSignal::CancelAndExit)?;
-    let config = Config {
+    let signalled = watch_signals()?;
+    let (to_announce, announced) = tokio::sync::mpsc::channel(inbox::MAX_ANNOUNCEMENTS);
+    let config = Arc::new(Config {
         ctx,
         claude,
-        cancel: interrupt.cancel(),
-        senders: Arc::new(Semaphore::new(SENDERS)),
-    };
+        events: Arc::new(Events::new(to_announce)),
+        inbox: tokio::sync::Mutex::new(None),
+        ending: AtomicBool::new(false),
+        peer: Mutex::new(None),
+    });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|err| {
             Failure::error("mcp_failed", format!("cannot start the MCP server: {err}"))
         })?;
-    runtime.block_on(async {
-        let server = Peers::new(config)
+    let served = runtime.block_on(async {
+        let server = Peers::new(Arc::clone(&config))
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|err| {
@@ -101,14 +111,78 @@ pub(crate) fn run(ctx: Context, claude: Option<PathBuf>) -> Result<Exit, Failure
                     format!("the MCP session did not start: {err}"),
                 )
             })?;
-        let quit = server.waiting().await;
-        // The client is gone (rmcp gave the calls up to 5 s to answer): the sends still
-        // running stop, and the runtime's end waits for their senders to be reaped.
-        // rmcp cancels those calls too, but a call's task may not run again to see it.
-        interrupt.cancel().cancel();
-        quit.map_err(|err| Failure::error("mcp_failed", format!("the MCP server failed: {err}")))?;
-        Ok(Exit::Success)
-    })
+        tokio::spawn(announce(Arc::clone(&config), announced));
+        let token = server.cancellation_token();
+        let waiting = server.waiting();
+        tokio::pin!(waiting);
+        let ended = tokio::select! {
+            quit = &mut waiting => (quit, None),
+            Ok(signal) = signalled => {
+                token.cancel();
+                (waiting.await, Some(signal))
+            }
+        };
+        // The client is gone, or a signal came: the mailbox closes cleanly (a send that
+        // is starting it finishes first, as it holds the lock).
+        let mut slot = config.inbox.lock().await;
+        config.ending.store(true, Ordering::Release);
+        if let Some(inbox) = slot.take() {
+            let _ = tokio::task::spawn_blocking(move || inbox.close()).await;
+        }
+        Ok::<_, Failure>(ended)
+    });
+    // Nothing left to answer: a read of stdin still blocked is not waited for.
+    runtime.shutdown_background();
+    let (quit, signal) = served?;
+    match signal {
+        Some(SIGTERM) => return Ok(Exit::Terminated),
+        Some(_) => return Ok(Exit::Interrupted),
+        None => {}
+    }
+    quit.map_err(|err| Failure::error("mcp_failed", format!("the MCP server failed: {err}")))?;
+    Ok(Exit::Success)
+}
+
+/// Announces each event to the client, once it called a tool, as `notifications/message`.
+#[allow(
+    deprecated,
+    reason = "notifications/message is how clients hear a server today"
+)]
+async fn announce(config: Arc<Config>, mut events: tokio::sync::mpsc::Receiver<Value>) {
+    while let Some(event) = events.recv().await {
+        let peer = config
+            .peer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(peer) = peer {
+            let mut message = LoggingMessageNotificationParam::new(LoggingLevel::Info, event);
+            message.logger = Some("claude-peers".to_owned());
+            // A client that does not take it misses an announcement, not the event.
+            let _ = peer.notify_logging_message(message).await;
+        }
+    }
+}
+
+/// Watches for SIGINT and SIGTERM: the first is told through the receiver (the server
+/// then ends and closes its mailbox), a second exits at once.
+fn watch_signals() -> Result<tokio::sync::oneshot::Receiver<i32>, Failure> {
+    let mut signals = Signals::new([SIGINT, SIGTERM]).map_err(|err| {
+        Failure::error(
+            "signals",
+            format!("cannot watch for SIGINT and SIGTERM: {err}"),
+        )
+    })?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    thread::spawn(move || {
+        let mut signals = signals.forever();
+        let Some(first) = signals.next() else { return };
+        let _ = tx.send(first);
+        if signals.next().is_some() {
+            std::process::exit(128 + first);
+        }
+    });
+    Ok(rx)
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -142,14 +216,20 @@ struct SendArgs {
     session_ids: Option<Vec<String>>,
     /// The text to deliver, at most 65536 bytes.
     message: String,
-    /// The sender's name, which the receiver sees (default: claude-peers).
+    /// The sender's name, which the receiver sees (default: claude-peers); the server's
+    /// one sender takes the first send's, and later calls must give the same or none.
     from: Option<String>,
+    /// Also subscribe to the receiver's next idle moment: an `idle` event follows.
+    #[serde(default)]
+    notify_when_idle: bool,
 }
 
-/// Whom a `send_message` call is for.
-enum Whom {
-    One(String),
-    Several(Vec<String>),
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+struct WaitArgs {
+    /// How long to wait for an event, in seconds, from 0 to 300 (default: 30).
+    #[schemars(with = "Option<f64>")]
+    timeout_s: Option<Value>,
 }
 
 /// The MCP server: the tools and the `claude-peers://sessions` resource.
@@ -161,10 +241,10 @@ pub(crate) struct Peers {
 
 #[tool_router]
 impl Peers {
-    fn new(config: Config) -> Self {
+    fn new(config: Arc<Config>) -> Self {
         Self {
             resource: sessions_resource::SessionsResource::new(config.ctx.clone()),
-            config: Arc::new(config),
+            config,
         }
     }
 
@@ -239,7 +319,7 @@ impl Peers {
     }
 
     #[tool(
-        description = "Send one message to one live Claude Code session (session_id), or to several (session_ids: each once, answered per target with delivered and failed counts), through Claude Code's own SendMessage, after checking identity and inbound policy; reports what each receiver did, from its own transcript (read, queued while it is busy, held for its user) or why it was refused. At most 4 calls send at once; others wait their turn.",
+        description = "Send one message to one live Claude Code session (session_id), or to several (session_ids: each once, answered per target with delivered and failed counts), through Claude Code's own SendMessage, after checking identity and inbound policy; reports what each receiver did, from its own transcript (read, queued while it is busy, held for its user) or why it was refused. Every call goes through this server's one long-lived sender, in arrival order, so replies to it come back: read them with wait_for_messages. notify_when_idle=true also reports when the receiver next finishes its turn.",
         annotations(
             read_only_hint = false,
             destructive_hint = false,
@@ -252,16 +332,17 @@ impl Peers {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         // An oversized message or a name `--from` refuses is a malformed call, answered
-        // before it waits for a turn; an empty message is refused as `send` does.
+        // before it waits for the mailbox; an empty message is refused as `send` does.
         if let Err(err @ claude_peer_deliver::Error::MessageTooLarge { .. }) =
             check_message(&args.message)
         {
             return Err(ErrorData::invalid_params(err.to_string(), None));
         }
-        let from = args
+        if let Some(Err(err)) = args
             .from
-            .unwrap_or_else(|| claude_peer_sender::DEFAULT_SENDER_NAME.to_owned());
-        if let Err(err) = claude_peer_sender::check_sender_name(&from) {
+            .as_deref()
+            .map(claude_peer_sender::check_sender_name)
+        {
             return Err(ErrorData::invalid_params(err.to_string(), None));
         }
         let whom = match (args.session_id, args.session_ids) {
@@ -280,56 +361,105 @@ impl Peers {
                 ));
             }
         };
-        let turn = Arc::clone(&self.config.senders).acquire_owned();
-        // Cancelled before its turn: nothing was started (rmcp drops this answer).
-        let turn = context.ct.run_until_cancelled(turn).await;
-        let Some(Ok(turn)) = turn.filter(|_| !context.ct.is_cancelled()) else {
-            return Ok(tool_result(Err(Failure::error(
-                "cancelled",
-                "the call was cancelled before its turn to send; nothing was sent",
-            ))));
+        let inbox = match self.inbox(args.from).await {
+            Ok(inbox) => inbox?,
+            Err(failure) => return Ok(tool_result(Err(failure))),
         };
-        let config = Arc::clone(&self.config);
-        let cancel = config.cancel.child();
-        let call = cancel.clone();
-        let mut work = tokio::task::spawn_blocking(move || {
-            let _turn = turn;
-            let relay = Relayed::Claude(
-                send::claude(config.claude.clone(), from, DEFAULT_TIMEOUT)?.cancel_with(call),
-            );
-            match whom {
-                Whom::One(session_id) => {
-                    let delivered = send::send(&config.ctx, &session_id, &args.message, &relay)?;
-                    to_json(&DeliveredJson::new(&delivered, Via::Claude))
-                }
-                // One sender serves them all, on this call's one turn.
-                Whom::Several(given) => {
-                    let targets = Targets {
-                        given,
-                        ..Targets::default()
-                    };
-                    let outcomes = broadcast(&config.ctx, &targets, &args.message, &relay)?;
-                    to_json(&BroadcastJson::new(&outcomes, Via::Claude))
-                }
-            }
-        });
-        // Cancelled on its turn: its sender is stopped, and reaped before the call ends.
-        let done = if let Some(done) = context.ct.run_until_cancelled(&mut work).await {
-            done
+        let idle = if args.notify_when_idle {
+            Idle::Notify
         } else {
-            cancel.cancel();
-            work.await
+            Idle::Ignore
         };
-        Ok(tool_result(joined(done)))
+        let ct = context.ct.clone();
+        let cancelled = Box::new(move || ct.is_cancelled());
+        Ok(tool_result(
+            inbox.send(whom, args.message, idle, cancelled).await,
+        ))
+    }
+
+    #[tool(
+        description = "Wait for what this server's sender heard since the last call: replies and other messages to it (event message, with the sender's session_id and text), later receipts of messages sent (receipt), idle notices (idle), notices, or its end (closed). Returns {\"events\":[…]}, each event once, as soon as there is one, or empty after timeout_s seconds (0 to 300, default 30). Events are also announced as notifications/message.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn wait_for_messages(
+        &self,
+        Parameters(args): Parameters<WaitArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let timeout = match &args.timeout_s {
+            None => 30.0,
+            Some(value) => value
+                .as_f64()
+                .filter(|t| (0.0..=MAX_WAIT_S).contains(t))
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!("timeout_s must be a number of seconds from 0 to 300, not {value}"),
+                        None,
+                    )
+                })?,
+        };
+        let events = self
+            .config
+            .events
+            .wait(Duration::from_secs_f64(timeout))
+            .await;
+        Ok(tool_result(to_json(&json!({ "events": events }))))
+    }
+}
+
+impl Peers {
+    /// The server's mailbox, started by the first send as its `from` (default
+    /// claude-peers); a JSON-RPC error when a later call names another (one sender has
+    /// one name).
+    async fn inbox(&self, from: Option<String>) -> Result<Result<Arc<Inbox>, ErrorData>, Failure> {
+        let mut slot = self.config.inbox.lock().await;
+        if let Some(inbox) = slot.as_ref() {
+            if let Some(from) = from.filter(|from| *from != inbox.from) {
+                return Ok(Err(ErrorData::invalid_params(
+                    format!(
+                        "this server sends as `{}` (its first send's `from`); `from` `{from}` cannot be used",
+                        inbox.from
+                    ),
+                    None,
+                )));
+            }
+            return Ok(Ok(Arc::clone(inbox)));
+        }
+        if self.config.ending.load(Ordering::Acquire) {
+            return Err(Failure::error(
+                "mcp_ending",
+                "the server is ending; nothing was sent",
+            ));
+        }
+        let from = from.unwrap_or_else(|| claude_peer_sender::DEFAULT_SENDER_NAME.to_owned());
+        let config = Arc::clone(&self.config);
+        let events = Arc::clone(&config.events);
+        let opened = tokio::task::spawn_blocking(move || {
+            Inbox::open(&config.ctx, config.claude.clone(), from, events)
+        })
+        .await
+        .unwrap_or_else(|err| {
+            Err(Failure::error(
+                "internal",
+                format!("the mailbox did not start: {err}"),
+            ))
+        })?;
+        let inbox = Arc::new(opened);
+        *slot = Some(Arc::clone(&inbox));
+        Ok(Ok(inbox))
     }
 }
 
 #[tool_handler]
 impl ServerHandler for Peers {
+    #[allow(
+        deprecated,
+        reason = "the logging capability is what clients speak today"
+    )]
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_logging()
                 .enable_resources()
                 .enable_resources_subscribe()
                 .build(),
@@ -353,6 +483,11 @@ impl ServerHandler for Peers {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.config
+            .peer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(|| context.peer.clone());
         let call = ToolCallContext::new(self, request, context);
         let response = Self::tool_router().call(call).await?;
         // rmcp answers arguments that do not fit a tool's schema with a tool error; here
@@ -365,6 +500,16 @@ impl ServerHandler for Peers {
             return Err(ErrorData::invalid_params(text.text.clone(), None));
         }
         Ok(response)
+    }
+
+    /// Every event is announced at level info, whatever level the client asks for.
+    #[allow(deprecated, reason = "logging/setLevel is what clients speak today")]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
     }
 
     async fn list_resources(

@@ -52,73 +52,101 @@ pub(crate) fn broadcast(
     message: &str,
     relay: &Relayed,
 ) -> Result<Vec<Outcome>, Failure> {
-    let mut resolved: Vec<(String, Result<Chosen, Failure>)> = targets
-        .given
-        .iter()
-        .map(|target| (target.clone(), resolve(ctx, target)))
-        .collect();
-    if let Some(limit) = targets.wait_live {
-        wait_live(ctx, &mut resolved, limit)?;
-    }
-    if targets.all_live || targets.cwd.is_some() {
-        let mut live = Discovery::os().live(&ctx.home)?.sessions;
-        live.sort_by_key(|s| s.pid.get());
-        for session in live {
-            let under = |dir: &Path| {
-                session
-                    .record
-                    .cwd
-                    .as_deref()
-                    .is_some_and(|cwd| Path::new(cwd).starts_with(dir))
-            };
-            if targets.cwd.as_deref().is_none_or(under) {
-                let session_id = session.record.session_id.clone();
-                let chosen = Chosen {
-                    session_id: session_id.clone(),
-                    pid: session.pid.get(),
+    let plan = Plan::new(ctx, targets)?;
+    send::with_relay(ctx, relay, plan.order.len(), |relay: &dyn Relay| {
+        plan.send(|session_id| {
+            ctx.courier()
+                .deliver(&ctx.home, session_id, message, &relay)
+                .map_err(Failure::from)
+        })
+    })
+}
+
+/// [`broadcast`] with each session sent to by `send` (a mailbox's, say): the same
+/// targets, order and outcomes.
+pub(crate) fn broadcast_with(
+    ctx: &Context,
+    targets: &Targets,
+    send_to: impl FnMut(&str) -> Result<Delivered, Failure>,
+) -> Result<Vec<Outcome>, Failure> {
+    Ok(Plan::new(ctx, targets)?.send(send_to))
+}
+
+/// The targets resolved, and the sessions to send to in the order of their pids.
+struct Plan {
+    resolved: Vec<(String, Result<Chosen, Failure>)>,
+    order: Vec<Chosen>,
+}
+
+impl Plan {
+    fn new(ctx: &Context, targets: &Targets) -> Result<Self, Failure> {
+        let mut resolved: Vec<(String, Result<Chosen, Failure>)> = targets
+            .given
+            .iter()
+            .map(|target| (target.clone(), resolve(ctx, target)))
+            .collect();
+        if let Some(limit) = targets.wait_live {
+            wait_live(ctx, &mut resolved, limit)?;
+        }
+        if targets.all_live || targets.cwd.is_some() {
+            let mut live = Discovery::os().live(&ctx.home)?.sessions;
+            live.sort_by_key(|s| s.pid.get());
+            for session in live {
+                let under = |dir: &Path| {
+                    session
+                        .record
+                        .cwd
+                        .as_deref()
+                        .is_some_and(|cwd| Path::new(cwd).starts_with(dir))
                 };
-                resolved.push((session_id, Ok(chosen)));
+                if targets.cwd.as_deref().is_none_or(under) {
+                    let session_id = session.record.session_id.clone();
+                    let chosen = Chosen {
+                        session_id: session_id.clone(),
+                        pid: session.pid.get(),
+                    };
+                    resolved.push((session_id, Ok(chosen)));
+                }
             }
         }
-    }
-    // One send per session, in the order of their pids.
-    let mut order: Vec<Chosen> = Vec::new();
-    for chosen in resolved.iter().filter_map(|(_, r)| r.as_ref().ok()) {
-        if !order.iter().any(|c| c.session_id == chosen.session_id) {
-            order.push(chosen.clone());
+        // One send per session, in the order of their pids.
+        let mut order: Vec<Chosen> = Vec::new();
+        for chosen in resolved.iter().filter_map(|(_, r)| r.as_ref().ok()) {
+            if !order.iter().any(|c| c.session_id == chosen.session_id) {
+                order.push(chosen.clone());
+            }
         }
+        order.sort_by_key(|c| c.pid);
+        Ok(Self { resolved, order })
     }
-    order.sort_by_key(|c| c.pid);
-    let mut sent: HashMap<String, Result<Delivered, Failure>> = HashMap::new();
-    send::with_relay(ctx, relay, order.len(), |relay: &dyn Relay| {
-        for chosen in &order {
-            let result = ctx
-                .courier()
-                .deliver(&ctx.home, &chosen.session_id, message, &relay)
-                .map_err(Failure::from);
-            sent.insert(chosen.session_id.clone(), result);
+
+    /// Sends to each session once with `send`; every target's outcome.
+    fn send(self, mut send_to: impl FnMut(&str) -> Result<Delivered, Failure>) -> Vec<Outcome> {
+        let mut sent: HashMap<String, Result<Delivered, Failure>> = HashMap::new();
+        for chosen in &self.order {
+            sent.insert(chosen.session_id.clone(), send_to(&chosen.session_id));
         }
-    })?;
-    Ok(resolved
-        .into_iter()
-        .map(|(target, chosen)| {
-            let result = chosen.and_then(|chosen| {
-                sent.get(&chosen.session_id).map_or_else(
-                    || {
-                        Err(Failure::error(
-                            "internal",
-                            "a chosen session was not sent to",
-                        ))
-                    },
-                    |result| match result {
-                        Ok(delivered) => Ok(delivered.clone()),
-                        Err(failure) => Err(failure.clone()),
-                    },
-                )
-            });
-            Outcome { target, result }
-        })
-        .collect())
+        self.resolved
+            .into_iter()
+            .map(|(target, chosen)| {
+                let result = chosen.and_then(|chosen| {
+                    sent.get(&chosen.session_id).map_or_else(
+                        || {
+                            Err(Failure::error(
+                                "internal",
+                                "a chosen session was not sent to",
+                            ))
+                        },
+                        |result| match result {
+                            Ok(delivered) => Ok(delivered.clone()),
+                            Err(failure) => Err(failure.clone()),
+                        },
+                    )
+                });
+                Outcome { target, result }
+            })
+            .collect()
+    }
 }
 
 /// The live session `target` names: its id, else the name of exactly one live session;

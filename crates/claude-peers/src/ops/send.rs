@@ -6,7 +6,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use claude_peer_deliver::{CommandRelay, Delivered, MAX_MESSAGE_BYTES, Relay};
+use claude_peer_deliver::{CommandRelay, MAX_MESSAGE_BYTES, Relay};
 use claude_peer_sender::{ClaudeRelay, Mailbox};
 
 use crate::error::Failure;
@@ -47,20 +47,6 @@ impl Relayed {
             Self::Program(_) => Via::Program,
         }
     }
-}
-
-/// Delivers `message` to the live session `session_id` through `relay`, with every
-/// check of the gate.
-pub(crate) fn send(
-    ctx: &Context,
-    session_id: &str,
-    message: &str,
-    relay: &Relayed,
-) -> Result<Delivered, Failure> {
-    Ok(with_relay(ctx, relay, 1, |relay| {
-        ctx.courier()
-            .deliver(&ctx.home, session_id, message, &relay)
-    })??)
 }
 
 /// Runs `work`, which makes `sends` sends, with the relay they go through: for Claude

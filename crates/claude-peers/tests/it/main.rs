@@ -13,6 +13,7 @@ mod mailbox_broadcast;
 mod mcp;
 mod mcp_broadcast;
 mod mcp_claude;
+mod mcp_inbox;
 mod mcp_pool;
 mod receipts;
 mod receiver;

@@ -1,5 +1,6 @@
 //! `send_message` with `session_ids`, to live interactive receivers through the pinned
-//! Claude Code: every target answered in one result, through one sender.
+//! Claude Code: every target answered in one result, through the server's one sender,
+//! which later calls use too.
 
 use std::ffi::OsString;
 use std::fs;
@@ -99,9 +100,14 @@ fn send_message_with_session_ids_answers_each_target_through_one_sender() {
         assert!(read.is_some(), "it read the message: {}", receiver.screen());
         assert_eq!(times_read(receiver, text), 1, "read exactly once");
     }
+    let again = mcp.ok(
+        "send_message",
+        json!({"session_id": a, "message": "and once more", "from": "tester"}),
+    );
+    assert_eq!(again["delivered"], true, "{again}");
     assert_eq!(
         fs::read_to_string(&starts).unwrap().lines().count(),
         1,
-        "one sender served the whole call"
+        "one sender served the whole call, and the next"
     );
 }

@@ -1,0 +1,210 @@
+//! `claude-peers mcp` hosts a mailbox: replies to `send_message` reach the calling
+//! client through `wait_for_messages`, with a live interactive receiver whose model
+//! replies through the pinned Claude Code.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use claude_peer_sender::endpoint::Reply;
+use claude_peer_testkit::home::TempHome;
+#[allow(
+    deprecated,
+    reason = "notifications/message is what the server announces with"
+)]
+use rmcp::model::{CallToolRequestParams, LoggingMessageNotificationParam};
+use rmcp::service::NotificationContext;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::mcp::Mcp;
+use crate::receiver::{Receiver, claude, wait_for};
+
+/// A receiver whose model answers any message from another session with `reply`, sent
+/// to the address in its envelope.
+fn replying_receiver(reply: &'static str) -> Receiver {
+    let script = Arc::new(move |request: &Value| {
+        let last = request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .unwrap();
+        let text = last["content"].to_string();
+        if text.contains("tool_result") {
+            return Reply::Text("Replied.".to_owned());
+        }
+        match text
+            .split("from=\\\"")
+            .nth(1)
+            .and_then(|rest| rest.split("\\\"").next())
+        {
+            Some(from) => Reply::ToolUse {
+                id: "toolu_reply".to_owned(),
+                name: "SendMessage".to_owned(),
+                input: json!({"to": from, "message": reply}),
+            },
+            None => Reply::Text("Noted.".to_owned()),
+        }
+    });
+    // Auto mode would ask a server to check the reply: this receiver allows the tool.
+    let args = [
+        "--permission-mode",
+        "default",
+        "--allowedTools",
+        "SendMessage",
+    ];
+    Receiver::start_with(Some("accept"), &args, script)
+}
+
+#[test]
+fn a_reply_to_send_message_comes_back_once_through_wait_for_messages() {
+    let reply = "a reply for the MCP client";
+    let receiver = replying_receiver(reply);
+    let cache = tempfile::tempdir().unwrap();
+    let args: [OsString; 2] = ["--claude".into(), claude().into()];
+    // Sender and receiver share the default runtime directory (see `Receiver::send`).
+    let mcp = Mcp::start_with(receiver.home.path(), &args, |command| {
+        command
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("XDG_CACHE_HOME", cache.path());
+    });
+
+    let sent = mcp.ok(
+        "send_message",
+        json!({"session_id": receiver.session_id, "message": "please reply", "from": "agent"}),
+    );
+    assert_eq!(sent["delivered"], true, "{sent}");
+    assert!(sent["msg_id"].is_string(), "{sent}");
+
+    let mut events: Vec<Value> = Vec::new();
+    let message = wait_for(Duration::from_secs(120), || {
+        let got = mcp.ok("wait_for_messages", json!({"timeout_s": 5}));
+        events.extend(got["events"].as_array().unwrap().iter().cloned());
+        events.iter().find(|e| e["event"] == "message").cloned()
+    });
+    let message = message.unwrap_or_else(|| {
+        panic!(
+            "no reply: {events:?}; the receiver's screen:\n{}",
+            receiver.screen()
+        )
+    });
+    assert_eq!(message["text"], reply, "{message}");
+    assert_eq!(message["session_id"], receiver.session_id.as_str());
+    assert_eq!(message["from"], format!("uds:{}", receiver.socket));
+
+    // Each event is returned once: the reply is not returned again.
+    for _ in 0..2 {
+        let again = mcp.ok("wait_for_messages", json!({"timeout_s": 1}));
+        for event in again["events"].as_array().unwrap() {
+            assert_ne!(event["event"], "message", "{again}");
+            assert!(!events.contains(event), "returned twice: {event}");
+        }
+    }
+}
+
+#[test]
+fn wait_for_messages_takes_0_to_300_seconds_and_before_any_send_returns_no_event() {
+    let home = TempHome::new().unwrap();
+    let mcp = Mcp::start(home.root(), &[]);
+
+    for bad in [json!(-1), json!(301), json!("x")] {
+        let (code, message) = mcp.rpc_error("wait_for_messages", json!({"timeout_s": bad}));
+        assert_eq!(code, -32602, "{bad}: {message}");
+        assert!(message.contains("timeout_s"), "{message}");
+    }
+    for timeout in [json!(0), json!(0.5)] {
+        let waited = mcp.ok("wait_for_messages", json!({"timeout_s": timeout}));
+        assert_eq!(waited, json!({"events": []}), "{timeout}");
+    }
+}
+
+/// A client that hands the test each `notifications/message`, as JSON.
+#[derive(Debug, Clone)]
+struct Announced(mpsc::UnboundedSender<Value>);
+
+#[allow(
+    deprecated,
+    reason = "notifications/message is what the server announces with"
+)]
+impl ClientHandler for Announced {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.0.send(serde_json::to_value(&params).unwrap());
+    }
+}
+
+#[test]
+#[allow(
+    deprecated,
+    reason = "the logging capability is what the server announces with"
+)]
+fn a_reply_is_announced_as_a_log_message_once_a_tool_was_called() {
+    let reply = "an announced reply";
+    let receiver = replying_receiver(reply);
+    let cache = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_claude-peers"));
+    command
+        .arg("--home")
+        .arg(receiver.home.path())
+        .args(["mcp", "--claude"])
+        .arg(claude())
+        .arg("--managed-settings")
+        .arg(cache.path().join("none.json"))
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("XDG_CACHE_HOME", cache.path());
+    let (announced, mut announcements) = mpsc::unbounded_channel();
+    let client = runtime.block_on(async {
+        Announced(announced)
+            .serve(TokioChildProcess::new(command).unwrap())
+            .await
+            .unwrap()
+    });
+    let info = client.peer_info().expect("the server introduced itself");
+    assert!(
+        info.capabilities.logging.is_some(),
+        "it announces by logging"
+    );
+
+    let arguments = json!({"session_id": receiver.session_id, "message": "please reply"});
+    let Value::Object(arguments) = arguments else {
+        unreachable!()
+    };
+    let params = CallToolRequestParams::new("send_message").with_arguments(arguments);
+    let sent = runtime.block_on(client.call_tool(params)).unwrap();
+    assert_eq!(sent.is_error, Some(false), "{sent:?}");
+
+    let heard = runtime.block_on(async {
+        let reply = async {
+            while let Some(announcement) = announcements.recv().await {
+                if announcement["data"]["event"] == "message" {
+                    return Some(announcement);
+                }
+            }
+            None
+        };
+        tokio::time::timeout(Duration::from_secs(120), reply).await
+    });
+    let message = heard.ok().flatten().unwrap_or_else(|| {
+        panic!(
+            "no reply announced; the receiver's screen:\n{}",
+            receiver.screen()
+        )
+    });
+    assert_eq!(message["level"], "info", "{message}");
+    assert_eq!(message["logger"], "claude-peers", "{message}");
+    assert_eq!(message["data"]["text"], reply, "{message}");
+    assert_eq!(message["data"]["session_id"], receiver.session_id.as_str());
+    runtime.block_on(client.cancel()).unwrap();
+}
