@@ -1,7 +1,7 @@
 //! `claude-peers mcp` under a real client: the pinned Claude Code, headless, with the
 //! server in its `--mcp-config` and a scripted model that calls every tool once, sends
-//! to a live interactive receiver, and is refused once. What Claude Code's own
-//! stream-json shows as each tool result is what is asserted.
+//! to a live interactive receiver, is refused once, and hears the receiver's reply. What
+//! Claude Code's own stream-json shows as each tool result is what is asserted.
 
 use std::fs;
 use std::process::{Command, Stdio};
@@ -11,15 +11,19 @@ use std::time::Duration;
 use claude_peer_sender::endpoint::{Endpoint, Reply};
 use serde_json::{Value, json};
 
+use crate::mcp_inbox::replying_receiver;
 use crate::receiver::{Receiver, claude, wait_for};
 
 const KEY: &str = "sk-ant-mcp-client-test";
-const TOOLS: [&str; 4] = [
+const TOOLS: [&str; 5] = [
     "list_sessions",
     "show_session",
     "inbound_policy",
     "send_message",
+    "wait_for_messages",
 ];
+/// What the receiver answers every message with.
+const REPLY: &str = "I hear you over MCP";
 
 /// The model's plan: one tool call per step, then a final text.
 fn steps(receiver: &Receiver) -> Vec<(&'static str, Value)> {
@@ -35,6 +39,7 @@ fn steps(receiver: &Receiver) -> Vec<(&'static str, Value)> {
             "send_message",
             json!({"session_id": "00000000-0000-4000-8000-000000000000", "message": "to nobody"}),
         ),
+        ("wait_for_messages", json!({"timeout_s": 60})),
     ]
 }
 
@@ -180,7 +185,7 @@ impl Run {
 
 #[test]
 fn claude_code_calls_every_tool_and_its_stream_shows_the_contract_json() {
-    let receiver = Receiver::start(Some("accept"), &[]);
+    let receiver = replying_receiver(REPLY);
     let settings = receiver.home.path().join("settings.json");
     let settings_before = fs::read(&settings).unwrap();
     let run = run_client(&receiver, &steps(&receiver));
@@ -248,6 +253,18 @@ fn claude_code_calls_every_tool_and_its_stream_shows_the_contract_json() {
     let (refused, is_error) = run.result(4);
     assert!(is_error, "a refusal is a tool error: {refused}");
     assert_eq!(refused["refusal"], "not_live", "{refused}");
+
+    // The receiver's reply comes back to the calling agent, from its session.
+    let (heard, is_error) = run.result(5);
+    assert!(!is_error, "{heard}");
+    let reply = heard["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "message")
+        .unwrap_or_else(|| panic!("a reply among {heard}"));
+    assert_eq!(reply["text"], REPLY);
+    assert_eq!(reply["session_id"], receiver.session_id.as_str());
     assert_eq!(
         fs::read(&settings).unwrap(),
         settings_before,

@@ -24,7 +24,7 @@ use crate::receiver::{Receiver, claude, wait_for};
 
 /// A receiver whose model answers any message from another session with `reply`, sent
 /// to the address in its envelope.
-fn replying_receiver(reply: &'static str) -> Receiver {
+pub(crate) fn replying_receiver(reply: &'static str) -> Receiver {
     let script = Arc::new(move |request: &Value| {
         let last = request["messages"]
             .as_array()
