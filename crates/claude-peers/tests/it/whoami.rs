@@ -270,3 +270,59 @@ fn the_mcp_whoami_outside_any_session_is_not_in_a_session() {
     let error = mcp.tool_error("whoami", json!({}));
     assert_eq!(error["error"], "not_in_a_session", "{error}");
 }
+
+/// A real interactive Claude Code whose model runs `claude-peers whoami --json` with its
+/// Bash tool: the command, a grandchild of the session's process, answers that session.
+#[test]
+fn whoami_from_a_real_sessions_bash_tool_answers_that_session() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use claude_peer_sender::endpoint::Reply;
+
+    use crate::receiver::{Receiver, prepare_home, wait_for};
+
+    let home = Arc::new(tempfile::tempdir().unwrap());
+    prepare_home(home.path(), &["project"], &json!({}));
+    let command = format!(
+        "'{}' --home '{}' --json whoami",
+        env!("CARGO_BIN_EXE_claude-peers"),
+        home.path().display()
+    );
+    let model = Arc::new(move |request: &Value| {
+        let messages = request["messages"].to_string();
+        if messages.contains("who am i") && !messages.contains("toolu_bash") {
+            Reply::ToolUse {
+                id: "toolu_bash".to_owned(),
+                name: "Bash".to_owned(),
+                input: json!({"command": command, "description": "who am i"}),
+            }
+        } else {
+            Reply::Text("Noted.".to_owned())
+        }
+    });
+    let args = ["--permission-mode", "default", "--allowedTools", "Bash"];
+    let session = Receiver::launch(&home, "project", &args, &[], model);
+    session.keys("who am i");
+    session.keys("Enter");
+    let answer = wait_for(Duration::from_secs(30), || {
+        session.transcript().into_iter().find_map(|entry| {
+            let blocks = entry.pointer("/message/content")?.as_array()?.clone();
+            blocks
+                .into_iter()
+                .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == "toolu_bash")
+        })
+    })
+    .unwrap_or_else(|| panic!("no Bash result; the screen:\n{}", session.screen()));
+    let text = match &answer["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
+        other => panic!("{other}"),
+    };
+    let answered: Value = serde_json::from_str(text.trim()).unwrap_or_else(|_| panic!("{text}"));
+    assert_eq!(
+        answered["session"]["session_id"],
+        session.session_id.as_str()
+    );
+    assert_eq!(answered["session"]["pid"], session.pid);
+}
