@@ -208,3 +208,30 @@ fn a_reply_is_announced_as_a_log_message_once_a_tool_was_called() {
     assert_eq!(message["data"]["session_id"], receiver.session_id.as_str());
     runtime.block_on(client.cancel()).unwrap();
 }
+
+#[test]
+fn notify_when_idle_brings_the_receivers_idle_moment_to_wait_for_messages() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let cache = tempfile::tempdir().unwrap();
+    let args: [OsString; 2] = ["--claude".into(), claude().into()];
+    let mcp = Mcp::start_with(receiver.home.path(), &args, |command| {
+        command
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("XDG_CACHE_HOME", cache.path());
+    });
+
+    let sent = mcp.ok(
+        "send_message",
+        json!({"session_id": receiver.session_id, "message": "tell me when you are done", "notify_when_idle": true}),
+    );
+    assert_eq!(sent["delivered"], true, "{sent}");
+
+    let mut events: Vec<Value> = Vec::new();
+    let idle = wait_for(Duration::from_secs(60), || {
+        let got = mcp.ok("wait_for_messages", json!({"timeout_s": 5}));
+        events.extend(got["events"].as_array().unwrap().iter().cloned());
+        events.iter().find(|e| e["event"] == "idle").cloned()
+    });
+    let idle = idle.unwrap_or_else(|| panic!("no idle notice: {events:?}"));
+    assert_eq!(idle["session_id"], receiver.session_id.as_str(), "{idle}");
+}
