@@ -11,7 +11,7 @@ use claude_peer_testkit::home::TempHome;
 use claude_peer_testkit::process::{Sleeper, shell_script};
 use serde_json::{Value, json};
 
-use crate::receiver::{Receiver, claude, parsed, prepare_home};
+use crate::receiver::{Receiver, claude, counting_claude, parsed, prepare_home};
 use crate::support::CommandHome as _;
 
 /// `claude-peers --home HOME --json send …` as a user runs it, its sender's private home
@@ -27,15 +27,6 @@ fn peers(home: &Path, cache: &Path) -> Command {
         .env("XDG_CACHE_HOME", cache)
         .stdin(Stdio::null());
     command
-}
-
-/// How many times the receiver's Claude was given `text`.
-fn times_read(receiver: &Receiver, text: &str) -> usize {
-    receiver
-        .transcript()
-        .iter()
-        .filter(|entry| entry.pointer("/origin/body").and_then(Value::as_str) == Some(text))
-        .count()
 }
 
 fn result_of<'a>(json: &'a Value, target: &str) -> &'a Value {
@@ -71,16 +62,7 @@ fn a_broadcast_reports_each_target_and_one_sender_serves_it_all() {
         .collect();
     let cache = tempfile::tempdir().unwrap();
     // The Claude Code that sends, counting its starts.
-    let starts = cache.path().join("starts");
-    let counting = shell_script(
-        cache.path().join("claude"),
-        &format!(
-            "echo start >> '{}'\nexec '{}' \"$@\"",
-            starts.display(),
-            claude().display()
-        ),
-    )
-    .unwrap();
+    let (counting, starts) = counting_claude(cache.path());
     let dead = "00000000-0000-4000-8000-000000000000";
     let text = "stop what you are doing";
 
@@ -103,7 +85,7 @@ fn a_broadcast_reports_each_target_and_one_sender_serves_it_all() {
         let result = result_of(&json, &accepting.session_id);
         assert_eq!(result["receipt"], "read", "{result}");
         assert_eq!(
-            times_read(accepting, text),
+            accepting.times_read(text),
             1,
             "each accepting session reads it once"
         );
@@ -112,7 +94,7 @@ fn a_broadcast_reports_each_target_and_one_sender_serves_it_all() {
         result_of(&json, &receivers[2].session_id)["receipt"],
         "held"
     );
-    assert_eq!(times_read(&receivers[2], text), 0);
+    assert_eq!(receivers[2].times_read(text), 0);
     assert_eq!(
         result_of(&json, &receivers[3].session_id)["refusal"],
         "inbound_refused"
@@ -156,7 +138,7 @@ fn wait_live_delivers_to_a_session_that_starts_later() {
 
     assert_eq!(code, 0, "{json} {stderr}");
     assert_eq!(json["session"]["session_id"], session_id, "{json}");
-    assert_eq!(times_read(&late, "welcome aboard"), 1);
+    assert_eq!(late.times_read("welcome aboard"), 1);
 }
 
 #[test]

@@ -9,15 +9,6 @@ use serde_json::{Value, json};
 use crate::mailbox::{MailboxProcess, is};
 use crate::receiver::{Receiver, prepare_home, wait_for};
 
-/// How many times the receiver's Claude was given `text`.
-fn times_read(receiver: &Receiver, text: &str) -> usize {
-    receiver
-        .transcript()
-        .iter()
-        .filter(|entry| entry.pointer("/origin/body").and_then(Value::as_str) == Some(text))
-        .count()
-}
-
 /// Whether `event` answers request `id`.
 fn answers(event: &Value, id: &str) -> bool {
     event["id"] == id
@@ -123,9 +114,9 @@ fn session_ids_sends_each_session_once_in_pid_order_and_answers_every_target() {
     assert_eq!(closed.last().unwrap()["unknown"], json!([]));
     for receiver in [&a, &b] {
         let read = wait_for(Duration::from_secs(30), || {
-            (times_read(receiver, text) > 0).then_some(())
+            (receiver.times_read(text) > 0).then_some(())
         });
         assert!(read.is_some(), "it read the message: {}", receiver.screen());
-        assert_eq!(times_read(receiver, text), 1, "read exactly once");
+        assert_eq!(receiver.times_read(text), 1, "read exactly once");
     }
 }

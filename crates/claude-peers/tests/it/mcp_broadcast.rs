@@ -7,20 +7,10 @@ use std::fs;
 use std::sync::Arc;
 use std::time::Duration;
 
-use claude_peer_testkit::process::shell_script;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::mcp::Mcp;
-use crate::receiver::{Receiver, claude, prepare_home, wait_for};
-
-/// How many times the receiver's Claude was given `text`.
-fn times_read(receiver: &Receiver, text: &str) -> usize {
-    receiver
-        .transcript()
-        .iter()
-        .filter(|entry| entry.pointer("/origin/body").and_then(Value::as_str) == Some(text))
-        .count()
-}
+use crate::receiver::{Receiver, counting_claude, prepare_home, wait_for};
 
 #[test]
 fn send_message_with_session_ids_answers_each_target_through_one_sender() {
@@ -36,16 +26,7 @@ fn send_message_with_session_ids_answers_each_target_through_one_sender() {
     ];
     let cache = tempfile::tempdir().unwrap();
     // The Claude Code that sends, counting its starts.
-    let starts = cache.path().join("starts");
-    let counting = shell_script(
-        cache.path().join("claude"),
-        &format!(
-            "echo start >> '{}'\nexec '{}' \"$@\"",
-            starts.display(),
-            claude().display()
-        ),
-    )
-    .unwrap();
+    let (counting, starts) = counting_claude(cache.path());
     let args: [OsString; 2] = ["--claude".into(), counting.into()];
     // Sender and receivers share the default runtime directory (see `Receiver::send`).
     let mcp = Mcp::start_with(home.path(), &args, |command| {
@@ -95,10 +76,10 @@ fn send_message_with_session_ids_answers_each_target_through_one_sender() {
     assert_eq!(results[2]["refusal"], "not_live", "{json}");
     for receiver in &receivers {
         let read = wait_for(Duration::from_secs(30), || {
-            (times_read(receiver, text) > 0).then_some(())
+            (receiver.times_read(text) > 0).then_some(())
         });
         assert!(read.is_some(), "it read the message: {}", receiver.screen());
-        assert_eq!(times_read(receiver, text), 1, "read exactly once");
+        assert_eq!(receiver.times_read(text), 1, "read exactly once");
     }
     let again = mcp.ok(
         "send_message",

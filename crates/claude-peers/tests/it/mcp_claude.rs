@@ -11,7 +11,6 @@ use std::time::Duration;
 use claude_peer_sender::endpoint::{Endpoint, Reply};
 use serde_json::{Value, json};
 
-use crate::mcp_inbox::replying_receiver;
 use crate::receiver::{Receiver, claude, wait_for};
 
 const KEY: &str = "sk-ant-mcp-client-test";
@@ -185,7 +184,7 @@ impl Run {
 
 #[test]
 fn claude_code_calls_every_tool_and_its_stream_shows_the_contract_json() {
-    let receiver = replying_receiver(REPLY);
+    let receiver = Receiver::replying(REPLY);
     let settings = receiver.home.path().join("settings.json");
     let settings_before = fs::read(&settings).unwrap();
     let run = run_client(&receiver, &steps(&receiver));

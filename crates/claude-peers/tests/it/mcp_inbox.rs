@@ -3,10 +3,8 @@
 //! replies through the pinned Claude Code.
 
 use std::ffi::OsString;
-use std::sync::Arc;
 use std::time::Duration;
 
-use claude_peer_sender::endpoint::Reply;
 use claude_peer_testkit::home::TempHome;
 #[allow(
     deprecated,
@@ -22,48 +20,10 @@ use tokio::sync::mpsc;
 use crate::mcp::Mcp;
 use crate::receiver::{Receiver, claude, wait_for};
 
-/// A receiver whose model answers any message from another session with `reply`, sent
-/// to the address in its envelope.
-pub(crate) fn replying_receiver(reply: &'static str) -> Receiver {
-    let script = Arc::new(move |request: &Value| {
-        let last = request["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "user")
-            .unwrap();
-        let text = last["content"].to_string();
-        if text.contains("tool_result") {
-            return Reply::Text("Replied.".to_owned());
-        }
-        match text
-            .split("from=\\\"")
-            .nth(1)
-            .and_then(|rest| rest.split("\\\"").next())
-        {
-            Some(from) => Reply::ToolUse {
-                id: "toolu_reply".to_owned(),
-                name: "SendMessage".to_owned(),
-                input: json!({"to": from, "message": reply}),
-            },
-            None => Reply::Text("Noted.".to_owned()),
-        }
-    });
-    // Auto mode would ask a server to check the reply: this receiver allows the tool.
-    let args = [
-        "--permission-mode",
-        "default",
-        "--allowedTools",
-        "SendMessage",
-    ];
-    Receiver::start_with(Some("accept"), &args, script)
-}
-
 #[test]
 fn a_reply_to_send_message_comes_back_once_through_wait_for_messages() {
     let reply = "a reply for the MCP client";
-    let receiver = replying_receiver(reply);
+    let receiver = Receiver::replying(reply);
     let cache = tempfile::tempdir().unwrap();
     let args: [OsString; 2] = ["--claude".into(), claude().into()];
     // Sender and receiver share the default runtime directory (see `Receiver::send`).
@@ -147,7 +107,7 @@ impl ClientHandler for Announced {
 )]
 fn a_reply_is_announced_as_a_log_message_once_a_tool_was_called() {
     let reply = "an announced reply";
-    let receiver = replying_receiver(reply);
+    let receiver = Receiver::replying(reply);
     let cache = tempfile::tempdir().unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -36,6 +36,22 @@ pub(crate) fn old_claude() -> PathBuf {
     path
 }
 
+/// A `claude` in `dir` that notes each start in `dir/starts`, then runs the pinned Claude
+/// Code: how many senders a command started.
+pub(crate) fn counting_claude(dir: &Path) -> (PathBuf, PathBuf) {
+    let starts = dir.join("starts");
+    let wrapper = claude_peer_testkit::process::shell_script(
+        dir.join("claude"),
+        &format!(
+            "echo start >> '{}'\nexec '{}' \"$@\"",
+            starts.display(),
+            claude().display()
+        ),
+    )
+    .unwrap();
+    (wrapper, starts)
+}
+
 /// Polls `check` every 50 ms until it gives a value or `limit` passes.
 pub(crate) fn wait_for<T>(limit: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + limit;
@@ -107,6 +123,45 @@ impl Receiver {
     pub(crate) fn start_with(policy: Option<&str>, args: &[&str], script: Arc<dyn Script>) -> Self {
         let settings = policy.map_or_else(|| json!({}), |p| json!({"crossSessionInbound": p}));
         Self::spawn(&settings, args, &[], script)
+    }
+
+    /// A receiver that accepts messages and whose model answers any message from another
+    /// session with `reply`, sent to the address in its envelope.
+    pub(crate) fn replying(reply: impl Into<String>) -> Self {
+        let reply = reply.into();
+        let script = Arc::new(move |request: &Value| {
+            let last = request["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "user")
+                .unwrap();
+            let text = last["content"].to_string();
+            if text.contains("tool_result") {
+                return Reply::Text("Replied.".to_owned());
+            }
+            match text
+                .split("from=\\\"")
+                .nth(1)
+                .and_then(|rest| rest.split("\\\"").next())
+            {
+                Some(from) => Reply::ToolUse {
+                    id: "toolu_reply".to_owned(),
+                    name: "SendMessage".to_owned(),
+                    input: json!({"to": from, "message": reply}),
+                },
+                None => Reply::Text("Noted.".to_owned()),
+            }
+        });
+        // Auto mode would ask a server to check the reply: this receiver allows the tool.
+        let args = [
+            "--permission-mode",
+            "default",
+            "--allowedTools",
+            "SendMessage",
+        ];
+        Self::start_with(Some("accept"), &args, script)
     }
 
     /// A receiver that accepts messages and whose every model turn takes `turn`.
@@ -305,6 +360,14 @@ impl Receiver {
             .lines()
             .filter_map(|line| serde_json::from_str(line).ok())
             .collect()
+    }
+
+    /// How many times its Claude was given a message whose text is `text`.
+    pub(crate) fn times_read(&self, text: &str) -> usize {
+        self.transcript()
+            .iter()
+            .filter(|entry| entry.pointer("/origin/body").and_then(Value::as_str) == Some(text))
+            .count()
     }
 
     /// The transcript entry that gave the message `msg_id` to the receiver's Claude.

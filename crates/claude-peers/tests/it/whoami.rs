@@ -186,12 +186,10 @@ fn run_from_the_test_itself_no_session_is_above_it() {
 /// session.
 #[test]
 fn the_mcp_whoami_of_an_interactive_session_answers_that_session() {
-    use std::sync::Arc;
-    use std::time::Duration;
-
     use claude_peer_sender::endpoint::Reply;
+    use std::sync::Arc;
 
-    use crate::receiver::{Receiver, prepare_home, wait_for};
+    use crate::receiver::{Receiver, prepare_home};
 
     const TOOL: &str = "mcp__claude-peers__whoami";
     let home = Arc::new(tempfile::tempdir().unwrap());
@@ -241,26 +239,7 @@ fn the_mcp_whoami_of_an_interactive_session_answers_that_session() {
     );
     session.keys("who am i");
     session.keys("Enter");
-    let answer = wait_for(Duration::from_secs(30), || {
-        session.transcript().into_iter().find_map(|entry| {
-            let blocks = entry.pointer("/message/content")?.as_array()?.clone();
-            blocks
-                .into_iter()
-                .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == "toolu_whoami")
-        })
-    })
-    .unwrap_or_else(|| panic!("no whoami result; the screen:\n{}", session.screen()));
-    let text = match &answer["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
-        other => panic!("{other}"),
-    };
-    let answered: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{text}"));
-    assert_eq!(
-        answered["session"]["session_id"],
-        session.session_id.as_str()
-    );
-    assert_eq!(answered["session"]["pid"], session.pid);
+    assert_answers_itself(&session, "toolu_whoami");
 }
 
 #[test]
@@ -275,12 +254,10 @@ fn the_mcp_whoami_outside_any_session_is_not_in_a_session() {
 /// Bash tool: the command, a grandchild of the session's process, answers that session.
 #[test]
 fn whoami_from_a_real_sessions_bash_tool_answers_that_session() {
-    use std::sync::Arc;
-    use std::time::Duration;
-
     use claude_peer_sender::endpoint::Reply;
+    use std::sync::Arc;
 
-    use crate::receiver::{Receiver, prepare_home, wait_for};
+    use crate::receiver::{Receiver, prepare_home};
 
     let home = Arc::new(tempfile::tempdir().unwrap());
     prepare_home(home.path(), &["project"], &json!({}));
@@ -305,15 +282,21 @@ fn whoami_from_a_real_sessions_bash_tool_answers_that_session() {
     let session = Receiver::launch(&home, "project", &args, &[], model);
     session.keys("who am i");
     session.keys("Enter");
-    let answer = wait_for(Duration::from_secs(30), || {
+    assert_answers_itself(&session, "toolu_bash");
+}
+
+/// The session's tool call `id` answered with `{"session": …}` naming the session itself,
+/// as its transcript records the result.
+fn assert_answers_itself(session: &crate::receiver::Receiver, id: &str) {
+    let answer = crate::receiver::wait_for(std::time::Duration::from_secs(30), || {
         session.transcript().into_iter().find_map(|entry| {
             let blocks = entry.pointer("/message/content")?.as_array()?.clone();
             blocks
                 .into_iter()
-                .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == "toolu_bash")
+                .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
         })
     })
-    .unwrap_or_else(|| panic!("no Bash result; the screen:\n{}", session.screen()));
+    .unwrap_or_else(|| panic!("no result of {id}; the screen:\n{}", session.screen()));
     let text = match &answer["content"] {
         Value::String(text) => text.clone(),
         Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
