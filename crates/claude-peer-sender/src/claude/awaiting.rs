@@ -82,9 +82,10 @@ fn await_call(
             Ok(line) => line,
             Err(RecvTimeoutError::Timeout) => {
                 sender.kill();
-                return Err(RelayFailure::new(
-                    "Claude Code did not settle the send within the timeout; it was killed",
-                ));
+                return Err(RelayFailure::new(format!(
+                    "Claude Code did not settle the send within the timeout; it was killed{}",
+                    sender.stderr_note()
+                )));
             }
             Err(RecvTimeoutError::Disconnected) => Line::Closed,
         };
@@ -128,7 +129,8 @@ fn await_call(
             Line::Closed => {
                 let status = sender.wait_exit(Duration::from_secs(1));
                 return Err(RelayFailure::new(format!(
-                    "Claude Code ended before the send was settled ({status})"
+                    "Claude Code ended before the send was settled ({status}){}",
+                    sender.stderr_note()
                 )));
             }
             // The prompt hook lets every prompt of this project's own through: one

@@ -12,7 +12,6 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use claude_peer_deliver::{Confirmation, Relay, RelayFailure, Target};
-use claude_peer_resolve::RefusalKind;
 
 use crate::cancel::Running;
 use crate::sender::{Sender, SenderOptions};
@@ -248,12 +247,6 @@ impl Relay for Batch<'_> {
         };
         let result = send_once(sender, target, message, deadline, waits, self.turn_end);
         let cancelled = relay.cancel.as_ref().is_some_and(Cancel::is_cancelled);
-        let result = result.map_err(|failure| match failure.kind() {
-            RefusalKind::DeliveryFailed => {
-                RelayFailure::new(format!("{}{}", failure.message(), sender.stderr_note()))
-            }
-            _ => failure,
-        });
         // A sender that failed a send, or was stopped, serves no more: the next send of
         // the batch starts a new one.
         if (result.is_err() || cancelled)

@@ -399,8 +399,8 @@ fn send_message_refuses_as_send_does_and_no_tool_touches_the_settings() {
         send("s-reviewer")["message"]
             .as_str()
             .unwrap()
-            .contains("Claude Code ended"),
-        "a crashed mailbox sender is replaced, and the new one's crash told"
+            .contains("sender crashed"),
+        "a crashed mailbox sender is replaced, and the new one's crash told in its words"
     );
 
     fs::write(&settings, r#"{"crossSessionInbound":"refuse"}"#).unwrap();
