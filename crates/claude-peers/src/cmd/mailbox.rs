@@ -2,7 +2,6 @@
 //! for harnesses in any language. A request with `session_ids` is sent to each session
 //! once, through the same sender, and answered with one event per target.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -14,8 +13,7 @@ use std::time::Duration;
 
 use claude_peer_deliver::Delivered;
 use claude_peer_probe::stream::{self, Line};
-use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::{Discovery, Refusal};
+use claude_peer_resolve::Refusal;
 use claude_peer_sender::{Event, Idle, Mailbox, Waker};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -24,6 +22,7 @@ use signal_hook::iterator::Signals;
 
 use crate::error::{Exit, Failure};
 use crate::json::{MailboxEventJson, SessionJson};
+use crate::ops::broadcast::{Plan, Targets};
 use crate::ops::{Context, send};
 
 /// The longest request line read: a 64 KiB message, JSON-escaped, with room.
@@ -104,7 +103,7 @@ pub(crate) fn run(
         if let Ok(input) = inputs.requests.try_recv() {
             match input {
                 Input::Request(line) => {
-                    let answered = answer(&mut mailbox, &ctx.home, line, &signalled, |event| {
+                    let answered = answer(&mut mailbox, ctx, line, &signalled, |event| {
                         emit(&mut out, event)
                     });
                     if answered.is_err() {
@@ -229,7 +228,7 @@ fn request_id(line: &str) -> Option<String> {
 /// `signalled` tells that a signal came: targets not sent to yet are then `cancelled`.
 fn answer(
     mailbox: &mut Mailbox,
-    home: &ClaudeHome,
+    ctx: &Context,
     line: Result<String, BadLine>,
     signalled: &dyn Fn() -> bool,
     mut emit: impl FnMut(&MailboxEventJson<'_>) -> io::Result<()>,
@@ -262,7 +261,7 @@ fn answer(
             emit(&Answer::of(&result).event(id, None))
         }
         (None, Some(targets)) if !targets.is_empty() => {
-            broadcast(mailbox, home, id, targets, send, signalled, emit)
+            broadcast(mailbox, ctx, id, targets, send, signalled, emit)
         }
         (Some(_), Some(_)) => emit(&error(
             id,
@@ -280,18 +279,18 @@ enum Answer<'a> {
     Sent(&'a Delivered),
     Refused(&'a Refusal),
     Error(String),
+    /// A target that names no session to send to.
+    Failed(&'a Failure),
 }
 
 impl<'a> Answer<'a> {
     fn of(result: &'a Result<Delivered, claude_peer_sender::Error>) -> Self {
         match result {
             Ok(delivered) => Self::Sent(delivered),
-            Err(err) => Self::failed(err.refusal(), err),
+            Err(err) => err
+                .refusal()
+                .map_or_else(|| Self::Error(err.to_string()), Self::Refused),
         }
-    }
-
-    fn failed(refusal: Option<&'a Refusal>, err: &impl std::fmt::Display) -> Self {
-        refusal.map_or_else(|| Self::Error(err.to_string()), Self::Refused)
     }
 
     fn event(&'a self, id: Option<&'a str>, target: Option<&'a str>) -> MailboxEventJson<'a> {
@@ -313,59 +312,61 @@ impl<'a> Answer<'a> {
                 target,
                 message,
             },
+            Self::Failed(failure) if failure.key == "refusal" => MailboxEventJson::Refused {
+                id,
+                target,
+                refusal: failure.name,
+                message: &failure.message,
+            },
+            Self::Failed(failure) => MailboxEventJson::Error {
+                id,
+                target,
+                message: &failure.message,
+            },
         }
     }
 }
 
-/// `session_ids`: each session sent to once, in the order of their pids; a target not
-/// live is refused at once, and a repeated one answered as its first.
+/// `session_ids`: resolved and ordered as `send` to several targets does
+/// ([`Plan`]): a target that names no live session is refused at once, then each session
+/// is sent to once, in the order of their pids, and answered for every target naming it.
 fn broadcast(
     mailbox: &mut Mailbox,
-    home: &ClaudeHome,
+    ctx: &Context,
     id: Option<&str>,
     targets: &[String],
     send: &Send,
     signalled: &dyn Fn() -> bool,
     mut emit: impl FnMut(&MailboxEventJson<'_>) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut times: HashMap<&str, usize> = HashMap::new();
-    let mut distinct = Vec::new();
-    for target in targets {
-        let seen = times.entry(target).or_default();
-        if *seen == 0 {
-            distinct.push(target.as_str());
-        }
-        *seen += 1;
-    }
-    // A target's event, once per time the request names it.
-    let mut answer = |target: &str, event: &MailboxEventJson<'_>| {
-        (0..times[target]).try_for_each(|_| emit(event))
+    let given = Targets {
+        given: targets.to_vec(),
+        ..Targets::default()
     };
-    let discovery = Discovery::os();
-    let mut order = Vec::new();
-    for target in distinct {
-        match discovery.resolve_live_session(home, target) {
-            Ok(session) => order.push((session.pid.get(), target)),
-            Err(err) => {
-                let refused = Answer::failed(err.refusal(), &err);
-                answer(target, &refused.event(id, Some(target)))?;
-            }
-        }
+    let plan = match Plan::new(ctx, &given) {
+        Ok(plan) => plan,
+        Err(failure) => return emit(&Answer::Failed(&failure).event(id, None)),
+    };
+    for (target, failure) in plan.refused() {
+        emit(&Answer::Failed(failure).event(id, Some(target)))?;
     }
-    order.sort_by_key(|(pid, _)| *pid);
-    for (n, (_, target)) in order.iter().enumerate() {
+    let sessions: Vec<(&str, Vec<&str>)> = plan.sessions().collect();
+    for (n, (session_id, named)) in sessions.iter().enumerate() {
         if signalled() {
-            for &(_, target) in &order[n..] {
+            for target in sessions[n..].iter().flat_map(|(_, named)| named) {
                 let cancelled = MailboxEventJson::Cancelled {
                     id,
                     target: Some(target),
                 };
-                answer(target, &cancelled)?;
+                emit(&cancelled)?;
             }
             return Ok(());
         }
-        let result = mailbox.send(target, &send.message, send.idle());
-        answer(target, &Answer::of(&result).event(id, Some(target)))?;
+        let result = mailbox.send(session_id, &send.message, send.idle());
+        let answer = Answer::of(&result);
+        for target in named {
+            emit(&answer.event(id, Some(target)))?;
+        }
     }
     Ok(())
 }

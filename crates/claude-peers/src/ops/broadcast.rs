@@ -73,13 +73,13 @@ pub(crate) fn broadcast_with(
 }
 
 /// The targets resolved, and the sessions to send to in the order of their pids.
-struct Plan {
+pub(crate) struct Plan {
     resolved: Vec<(String, Result<Chosen, Failure>)>,
     order: Vec<Chosen>,
 }
 
 impl Plan {
-    fn new(ctx: &Context, targets: &Targets) -> Result<Self, Failure> {
+    pub(crate) fn new(ctx: &Context, targets: &Targets) -> Result<Self, Failure> {
         let mut resolved: Vec<(String, Result<Chosen, Failure>)> = targets
             .given
             .iter()
@@ -120,6 +120,27 @@ impl Plan {
         Ok(Self { resolved, order })
     }
 
+    /// The targets that name no session to send to, as given, and why.
+    pub(crate) fn refused(&self) -> impl Iterator<Item = (&str, &Failure)> {
+        self.resolved
+            .iter()
+            .filter_map(|(target, chosen)| chosen.as_ref().err().map(|f| (target.as_str(), f)))
+    }
+
+    /// The sessions to send to, in the order of their pids, each with the targets (as
+    /// given) that name it.
+    pub(crate) fn sessions(&self) -> impl Iterator<Item = (&str, Vec<&str>)> {
+        self.order.iter().map(|session| {
+            let named = self.resolved.iter().filter(|(_, chosen)| {
+                chosen
+                    .as_ref()
+                    .is_ok_and(|c| c.session_id == session.session_id)
+            });
+            let targets = named.map(|(target, _)| target.as_str()).collect();
+            (session.session_id.as_str(), targets)
+        })
+    }
+
     /// Sends to each session once with `send`; every target's outcome.
     fn send(self, mut send_to: impl FnMut(&str) -> Result<Delivered, Failure>) -> Vec<Outcome> {
         let mut sent: HashMap<String, Result<Delivered, Failure>> = HashMap::new();
@@ -130,18 +151,12 @@ impl Plan {
             .into_iter()
             .map(|(target, chosen)| {
                 let result = chosen.and_then(|chosen| {
-                    sent.get(&chosen.session_id).map_or_else(
-                        || {
-                            Err(Failure::error(
-                                "internal",
-                                "a chosen session was not sent to",
-                            ))
-                        },
-                        |result| match result {
-                            Ok(delivered) => Ok(delivered.clone()),
-                            Err(failure) => Err(failure.clone()),
-                        },
-                    )
+                    sent.get(&chosen.session_id).cloned().unwrap_or_else(|| {
+                        Err(Failure::error(
+                            "internal",
+                            "a chosen session was not sent to",
+                        ))
+                    })
                 });
                 Outcome { target, result }
             })

@@ -18,6 +18,7 @@ use claude_peer_sender::{ClaudeRelay, Event, Idle, Mailbox, Waker};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
+use super::to_json;
 use crate::error::Failure;
 use crate::json::{BroadcastJson, DeliveredJson, MailboxEventJson, Via};
 use crate::ops::broadcast::{Targets, broadcast_with};
@@ -388,7 +389,7 @@ impl Owner {
                     .as_ref()
                     .map_or(true, |o| o.iter().any(|o| o.result.is_err()));
                 let answer = outcomes
-                    .and_then(|outcomes| to_string(&BroadcastJson::new(&outcomes, Via::Claude)));
+                    .and_then(|outcomes| to_json(&BroadcastJson::new(&outcomes, Via::Claude)));
                 let _ = request.reply.send(answer);
                 return !failed;
             }
@@ -410,15 +411,15 @@ impl Owner {
                 outcome: receipt.outcome,
                 basis: receipt.basis,
             });
-            if receipt.outcome == Outcome::Queued && !pending.queued {
+            if receipt.outcome != Outcome::Queued {
+                pending.answer();
+                continue;
+            }
+            if !pending.queued {
                 pending.queued = true;
                 pending.deadline = now + RECEIPT_WAIT;
-                waiting.push(pending);
-            } else if receipt.outcome == Outcome::Queued {
-                waiting.push(pending);
-            } else {
-                pending.answer();
             }
+            waiting.push(pending);
         }
         self.pending = waiting;
     }
@@ -442,11 +443,7 @@ fn cancelled() -> Failure {
 }
 
 fn delivered_json(delivered: &Delivered) -> Answer {
-    to_string(&DeliveredJson::new(delivered, Via::Claude))
-}
-
-fn to_string(value: &impl serde::Serialize) -> Answer {
-    serde_json::to_string(value).map_err(|err| Failure::error("internal", err.to_string()))
+    to_json(&DeliveredJson::new(delivered, Via::Claude))
 }
 
 #[cfg(test)]
