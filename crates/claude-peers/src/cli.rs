@@ -104,6 +104,27 @@ pub(crate) enum Command {
         #[arg(long)]
         poll: bool,
     },
+    /// A live dashboard of every session, those waiting on their user first
+    ///
+    /// One row per live session: name, status and for how long, whether it can be
+    /// messaged (or what became of the last message sent from here), when its record
+    /// last changed, tmux pane, cwd. Keys: j/k or arrows move, Enter details, m message
+    /// (sent as send sends it, its receipt shown on the row), / filter, p change
+    /// crossSessionInbound, ? help, q quit. Needs a terminal.
+    Top {
+        /// Ring the terminal's bell when a session starts waiting on its user
+        #[arg(long)]
+        bell: bool,
+        /// The name messages sent from the dashboard are from
+        #[arg(long, value_name = "NAME", default_value = claude_peer_sender::DEFAULT_SENDER_NAME)]
+        from: String,
+        /// The Claude Code that sends them [default: claude on PATH]
+        #[arg(long, value_name = "PATH")]
+        claude: Option<PathBuf>,
+        /// Managed settings file
+        #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
+        managed_settings: PathBuf,
+    },
     /// The live Claude Code session this command runs under (through its parent processes)
     Whoami,
     /// Serve the sessions as MCP tools on stdin and stdout, for any MCP client

@@ -51,6 +51,20 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
         Command::Settings { action } => cmd::settings::run(ctx, action, out),
         Command::Watch { poll } => cmd::watch::run(&ctx, poll, out),
         Command::Whoami => cmd::whoami::run(&ctx, out),
+        Command::Top {
+            bell,
+            from,
+            claude,
+            managed_settings,
+        } => cmd::top::run(
+            &ctx.with_managed_settings(managed_settings),
+            cmd::top::Options {
+                bell,
+                color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+                claude,
+                from,
+            },
+        ),
         Command::Send(args) => cmd::send::run(ctx, args, out),
         Command::Mailbox {
             from,

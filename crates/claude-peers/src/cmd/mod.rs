@@ -12,5 +12,6 @@ pub(crate) mod resolve;
 pub(crate) mod send;
 pub(crate) mod settings;
 pub(crate) mod show;
+pub(crate) mod top;
 pub(crate) mod watch;
 pub(crate) mod whoami;

@@ -22,5 +22,6 @@ mod send;
 mod settings;
 mod support;
 mod terminal;
+mod top;
 mod watch;
 mod whoami;

@@ -67,7 +67,7 @@ pub(crate) fn wait_for<T>(limit: Duration, mut check: impl FnMut() -> Option<T>)
 }
 
 /// One tmux server per test process, so receivers never meet the user's own sessions.
-fn tmux() -> Command {
+pub(crate) fn tmux() -> Command {
     let mut command = Command::new("tmux");
     command.args(["-L", &format!("claude-peers-test-{}", std::process::id())]);
     command

@@ -336,7 +336,7 @@ impl Owner {
     /// the mailbox cannot tell, as the failed send heard its end.
     fn serve_one(&mut self, mailbox: &mut Option<Mailbox>, request: Request) {
         let Some(open) = mailbox.as_mut() else { return };
-        if self.take(open, request) || alive(open.pid()) {
+        if self.take(open, request) || send::running(open) {
             return;
         }
         if let Some(dead) = mailbox.take() {
@@ -423,12 +423,6 @@ impl Owner {
         }
         self.pending = waiting;
     }
-}
-
-/// Whether the process `pid` still runs (the sender's, reaped once it ended).
-fn alive(pid: u32) -> bool {
-    rustix::process::Pid::from_raw(pid.cast_signed())
-        .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -1,0 +1,179 @@
+//! Messages typed in `top`: one Claude Code sender, started at the first message, sends
+//! them in order on a thread of its own (the screen never waits for it); what each send
+//! did, and everything the sender hears later, reaches the dashboard's loop.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
+use claude_peer_sender::{Event, Idle, Mailbox, Waker};
+
+use super::Input;
+use crate::error::Failure;
+use crate::ops::{Context, send};
+
+/// What the mail thread tells the dashboard.
+#[derive(Debug)]
+pub(crate) enum Heard {
+    /// A send finished: sent (its `msg_id`), or refused or failed.
+    Sent {
+        session_id: String,
+        result: Result<Box<Delivered>, Failure>,
+    },
+    /// Something the sender heard after a send: receipts, replies, its end.
+    Event(Event),
+}
+
+enum Job {
+    Send { session_id: String, message: String },
+    Stop,
+}
+
+/// The mail thread and how to reach it.
+#[derive(Debug)]
+pub(crate) struct Mail {
+    jobs: Sender<Job>,
+    /// The open mailbox's waker, to interrupt its wait for events; none while closed.
+    waker: Arc<Mutex<Option<Waker>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Who the messages are from, and the Claude Code that sends them.
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    pub(crate) claude: Option<PathBuf>,
+    pub(crate) from: String,
+}
+
+impl Mail {
+    pub(crate) fn start(ctx: Context, origin: Origin, to: Sender<Input>) -> Self {
+        let (jobs, taken) = mpsc::channel();
+        let waker = Arc::new(Mutex::new(None));
+        let thread = {
+            let waker = Arc::clone(&waker);
+            thread::Builder::new()
+                .name("top-mail".to_owned())
+                .spawn(move || serve(&ctx, &origin, &taken, &to, &waker))
+                .ok()
+        };
+        Self {
+            jobs,
+            waker,
+            thread,
+        }
+    }
+
+    /// Queues `message` for `session_id`; its [`Heard::Sent`] comes when it is done.
+    pub(crate) fn send(&self, session_id: String, message: String) {
+        let _ = self.jobs.send(Job::Send {
+            session_id,
+            message,
+        });
+        self.wake();
+    }
+
+    /// Closes the sender cleanly (its record and socket removed) once the send under
+    /// way is done. Blocking.
+    pub(crate) fn close(mut self) {
+        let _ = self.jobs.send(Job::Stop);
+        self.wake();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+
+    fn wake(&self) {
+        if let Some(waker) = lock(&self.waker).as_ref() {
+            waker.wake();
+        }
+    }
+}
+
+fn serve(
+    ctx: &Context,
+    origin: &Origin,
+    jobs: &Receiver<Job>,
+    to: &Sender<Input>,
+    waker: &Mutex<Option<Waker>>,
+) {
+    let heard = |heard: Heard| to.send(Input::Mail(heard)).is_ok();
+    let mut mailbox: Option<Mailbox> = None;
+    loop {
+        let job = match mailbox.as_mut() {
+            // No sender yet (or the last one ended): wait for a message to start one.
+            None => jobs.recv().unwrap_or(Job::Stop),
+            Some(open) => match jobs.try_recv() {
+                Ok(job) => job,
+                Err(TryRecvError::Disconnected) => Job::Stop,
+                Err(TryRecvError::Empty) => {
+                    let Some(event) = open.next_event(Duration::from_secs(3600)) else {
+                        continue;
+                    };
+                    if matches!(event, Event::Closed { .. }) {
+                        *lock(waker) = None;
+                        mailbox = None;
+                    }
+                    if !heard(Heard::Event(event)) {
+                        break;
+                    }
+                    continue;
+                }
+            },
+        };
+        let Job::Send {
+            session_id,
+            message,
+        } = job
+        else {
+            break;
+        };
+        if mailbox.is_none() {
+            match open(ctx, origin) {
+                Ok(opened) => {
+                    *lock(waker) = Some(opened.waker());
+                    mailbox = Some(opened);
+                }
+                Err(failure) => {
+                    heard(Heard::Sent {
+                        session_id,
+                        result: Err(failure),
+                    });
+                    continue;
+                }
+            }
+        }
+        let Some(open) = mailbox.as_mut() else {
+            continue;
+        };
+        let result = open
+            .send(&session_id, &message, Idle::Ignore)
+            .map(Box::new)
+            .map_err(Failure::from);
+        // A sender that died in the send heard its own end there: close what is left.
+        if result.is_err() && !send::running(open) {
+            *lock(waker) = None;
+            if let Some(dead) = mailbox.take() {
+                dead.close().into_iter().for_each(|e| {
+                    heard(Heard::Event(e));
+                });
+            }
+        }
+        heard(Heard::Sent { session_id, result });
+    }
+    *lock(waker) = None;
+    if let Some(mailbox) = mailbox {
+        let _ = mailbox.close();
+    }
+}
+
+fn open(ctx: &Context, origin: &Origin) -> Result<Mailbox, Failure> {
+    let relay = send::claude(origin.claude.clone(), origin.from.clone(), DEFAULT_TIMEOUT)?;
+    send::mailbox(ctx, &relay)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,305 @@
+//! How the dashboard looks: a header with the counts and the inbound policy, the table
+//! (or one session's details, or the help), and a bottom line for input and news.
+//!
+//! Every text that comes from a file (names, cwds, panes, prompts, replies) goes through
+//! [`field`], so it cannot steer the terminal.
+
+use claude_peer_resolve::{LiveSession, Session};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
+
+use super::App;
+use super::keys::Mode;
+use crate::table::{ago, field, local_time, now_ms, session_fields, status_text};
+
+/// The columns and how wide each may grow, left to right; on a narrow terminal they drop
+/// from the right. The last takes the width that is left.
+const COLUMNS: [(&str, u16); 6] = [
+    ("NAME", 28),
+    ("STATUS", 34),
+    ("MSG", 16),
+    ("LAST", 5),
+    ("PANE", 12),
+    ("CWD", 0),
+];
+/// The narrowest the last column is shown at.
+const MIN_LAST: u16 = 8;
+
+pub(crate) fn draw(frame: &mut Frame<'_>, app: &mut App) {
+    let [header, body, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+    frame.render_widget(Paragraph::new(header_line(app)), header);
+    match app.mode.clone() {
+        Mode::Details(session_id) => details(frame, app, &session_id, body),
+        Mode::Help => help(frame, body),
+        _ => table(frame, app, body),
+    }
+    frame.render_widget(Paragraph::new(footer_line(app)), footer);
+}
+
+fn header_line(app: &App) -> Line<'static> {
+    let counts = app.board.counts();
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let mut spans = vec![
+        Span::styled("claude-peers top", bold),
+        Span::raw(format!("  {} live: ", app.board.live())),
+        Span::styled(format!("{} waiting", counts.waiting), paint(app, "waiting")),
+        Span::raw(" · "),
+        Span::styled(format!("{} busy", counts.busy), paint(app, "busy")),
+        Span::raw(" · "),
+        Span::styled(format!("{} idle", counts.idle), paint(app, "idle")),
+    ];
+    if counts.other > 0 {
+        spans.push(Span::raw(format!(" · {} other", counts.other)));
+    }
+    let policy = match &app.settings {
+        Ok(snapshot) => snapshot.inbound.map_or("unset", |p| p.as_str()).to_owned(),
+        Err(_) => "unreadable".to_owned(),
+    };
+    spans.push(Span::raw("   inbound: "));
+    spans.push(Span::styled(policy, bold));
+    if !app.board.filter().is_empty() {
+        spans.push(Span::raw(format!(
+            "   filter: {}",
+            field(app.board.filter())
+        )));
+    }
+    Line::from(spans)
+}
+
+fn footer_line(app: &App) -> Line<'static> {
+    let text = match &app.mode {
+        Mode::Filter => format!("/{}", field(app.board.filter())),
+        Mode::Message { name, text, .. } => {
+            format!("message to {}: {}", field(name), field(text))
+        }
+        Mode::Policy => {
+            "inbound policy for every session: a accept · h hold · r refuse · any other key cancels"
+                .to_owned()
+        }
+        Mode::Confirm { policy, .. } => {
+            let path = app.settings.as_ref().map_or_else(
+                |_| "settings.json".to_owned(),
+                |s| s.path.display().to_string(),
+            );
+            format!(
+                "set crossSessionInbound to {} in {}? y / n",
+                policy.as_str(),
+                field(&path)
+            )
+        }
+        _ if !app.status.is_empty() => field(&app.status).into_owned(),
+        _ => "q quit · j/k move · Enter details · m message · / filter · p policy · ? help"
+            .to_owned(),
+    };
+    Line::from(text)
+}
+
+fn table(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
+    if app.board.live() == 0 {
+        let registry = app.ctx.home.sessions_dir();
+        let text = format!(
+            "No live Claude Code sessions (registry: {}).",
+            field(&registry.to_string_lossy())
+        );
+        frame.render_widget(Paragraph::new(text), area);
+        return;
+    }
+    let height = usize::from(area.height.saturating_sub(1));
+    app.board.scroll(height);
+    let (sessions, selected) = app.board.visible(height);
+    let now = now_ms();
+    let cells: Vec<[String; 6]> = sessions.iter().map(|s| cells(app, s, now)).collect();
+    let widths = widths(area.width, &cells);
+    let rows = sessions
+        .iter()
+        .zip(cells)
+        .enumerate()
+        .map(|(i, (session, cells))| {
+            let status = if app.color {
+                status_style(session)
+            } else {
+                Style::new()
+            };
+            let row = Row::new(cells.into_iter().take(widths.len()).enumerate().map(
+                |(c, text)| Cell::from(text).style(if c == 1 { status } else { Style::new() }),
+            ));
+            if Some(i) == selected {
+                row.style(Style::new().add_modifier(Modifier::REVERSED))
+            } else {
+                row
+            }
+        });
+    let header = Row::new(COLUMNS.iter().take(widths.len()).map(|(title, _)| *title))
+        .style(Style::new().add_modifier(Modifier::BOLD));
+    let table = Table::new(rows, widths.iter().map(|&w| Constraint::Length(w)))
+        .header(header)
+        .column_spacing(1);
+    frame.render_widget(table, area);
+}
+
+/// One row's cells, in [`COLUMNS`]' order.
+fn cells(app: &App, session: &LiveSession, now: u64) -> [String; 6] {
+    let record = &session.record;
+    let message = match app.board.mail(&record.session_id) {
+        Some(mail) => mail.word().to_owned(),
+        None if session.addressability.is_addressable() => "yes".to_owned(),
+        None => "no".to_owned(),
+    };
+    [
+        field(record.display_name().unwrap_or("-")).into_owned(),
+        field(&status_text(Some(record), now)).into_owned(),
+        field(&message).into_owned(),
+        record
+            .updated_at
+            .map_or_else(|| "-".to_owned(), |at| ago(now, at)),
+        field(record.tmux.as_deref().unwrap_or("-")).into_owned(),
+        field(record.cwd.as_deref().unwrap_or("-")).into_owned(),
+    ]
+}
+
+/// The widths of the columns that fit in `width`, left to right, one space between:
+/// each as wide as its title and the cells on screen, up to its cap.
+fn widths(width: u16, rows: &[[String; 6]]) -> Vec<u16> {
+    let mut widths = Vec::new();
+    let mut used: u16 = 0;
+    for (i, &(title, cap)) in COLUMNS.iter().enumerate() {
+        let widest = rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+        let want = u16::try_from(widest.max(title.len()))
+            .unwrap_or(u16::MAX)
+            .min(cap);
+        let gap = u16::from(i > 0);
+        let left = width.saturating_sub(used + gap);
+        let last = i == COLUMNS.len() - 1;
+        if last && left >= MIN_LAST {
+            widths.push(left);
+        } else if i == 0 {
+            // The name is always shown, cut to the terminal's width when it must be.
+            widths.push(want.min(width));
+        } else if !last && left >= want {
+            widths.push(want);
+        } else {
+            break;
+        }
+        used += gap + widths[i];
+    }
+    widths
+}
+
+fn status_style(session: &LiveSession) -> Style {
+    Style::new().fg(match session.record.activity() {
+        Some(claude_peer_registry::Activity::Waiting) => Color::Magenta,
+        Some(claude_peer_registry::Activity::Busy) => Color::Yellow,
+        Some(claude_peer_registry::Activity::Idle) => Color::Green,
+        None => Color::DarkGray,
+    })
+}
+
+fn paint(app: &App, status: &str) -> Style {
+    if !app.color {
+        return Style::new();
+    }
+    Style::new().fg(match status {
+        "waiting" => Color::Magenta,
+        "busy" => Color::Yellow,
+        _ => Color::Green,
+    })
+}
+
+/// The selected session as `show` prints it, with its transcript's last prompt and
+/// last activity, what became of the last message sent to it, and its replies.
+fn details(frame: &mut Frame<'_>, app: &App, session_id: &str, area: Rect) {
+    let now = now_ms();
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    match app.board.session(session_id) {
+        Some(live) => {
+            let session = Session::from(live.clone());
+            for (name, value) in session_fields(&session, app.transcript.as_ref(), now) {
+                lines.push(Line::from(vec![
+                    Span::styled(
+                        format!("{name:<14}"),
+                        Style::new().add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw(field(&value).into_owned()),
+                ]));
+            }
+        }
+        None => lines.push(Line::from("This session is no longer live.")),
+    }
+    if let Some(mail) = app.board.mail(session_id) {
+        lines.push(Line::from(format!(
+            "{:<14}{}",
+            "last message",
+            field(mail.word())
+        )));
+    }
+    let replies: Vec<_> = app.board.replies(session_id).collect();
+    if !replies.is_empty() {
+        lines.push(Line::from(""));
+        lines.push(Line::styled(
+            "replies",
+            Style::new().add_modifier(Modifier::BOLD),
+        ));
+        for reply in replies {
+            lines.push(Line::from(format!(
+                "{}  {}",
+                local_time(reply.at_ms),
+                field(&reply.text)
+            )));
+        }
+    }
+    let block = Block::new()
+        .borders(Borders::TOP)
+        .title(" details · Esc back ");
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
+
+fn help(frame: &mut Frame<'_>, area: Rect) {
+    let keys = [
+        (
+            "j, Down / k, Up",
+            "move the selection (PageDown, PageUp, g, G too)",
+        ),
+        ("Enter", "the selected session's details, replies included"),
+        (
+            "m",
+            "type a message for the selected session; Enter sends it",
+        ),
+        ("/", "filter by name or cwd (Enter keeps it, Esc clears it)"),
+        (
+            "p",
+            "change crossSessionInbound in your settings.json, after a confirmation",
+        ),
+        ("?", "this help"),
+        ("q, Ctrl-C", "quit"),
+    ];
+    let mut lines: Vec<Line<'static>> = keys
+        .iter()
+        .map(|(key, what)| Line::from(format!("{key:<18}{what}")))
+        .collect();
+    lines.push(Line::from(""));
+    lines.push(Line::from(
+        "Rows: waiting on their user first, then busy, then idle. MSG: whether the session \
+         can be messaged, or what became of the last message sent from here. LAST: when \
+         Claude Code last updated its record. Any key closes this help.",
+    ));
+    let block = Block::new().borders(Borders::TOP).title(" help ");
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
