@@ -23,5 +23,6 @@ mod settings;
 mod support;
 mod terminal;
 mod top;
+mod top_claude;
 mod watch;
 mod whoami;

@@ -15,7 +15,7 @@ use crate::support::CommandHome as _;
 
 /// How long a screen may take to show what a test waits for; the benchmarks measure
 /// how long it does take.
-const LIMIT: Duration = Duration::from_secs(20);
+const LIMIT: Duration = Duration::from_secs(60);
 
 /// A shell in a tmux window of its own, in a clean environment.
 pub(crate) struct Terminal {
@@ -129,12 +129,12 @@ impl Drop for Terminal {
     }
 }
 
-/// The screen's line that holds `text`, and its index.
+/// The screen's line that starts with `text` (a table row by its name), and its index.
 pub(crate) fn row<'a>(screen: &'a str, text: &str) -> Option<(usize, &'a str)> {
     screen
         .lines()
         .enumerate()
-        .find(|(_, line)| line.contains(text))
+        .find(|(_, line)| line.starts_with(text))
 }
 
 /// Whether the terminal's line discipline is back as a shell wants it: canonical input
@@ -173,7 +173,10 @@ fn coloured(screen: &str) -> bool {
 
 /// Whether the shell printed `EXIT=<status>` (not only the typed command holding it).
 fn exited(screen: &str) -> bool {
-    screen.lines().any(|line| line.starts_with("EXIT="))
+    screen.lines().any(|line| {
+        line.strip_prefix("EXIT=")
+            .is_some_and(|code| !code.is_empty() && code.chars().all(|c| c.is_ascii_digit()))
+    })
 }
 
 fn temp() -> tempfile::TempDir {

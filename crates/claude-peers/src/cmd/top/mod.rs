@@ -182,16 +182,15 @@ impl App {
         match heard {
             Heard::Sent { session_id, result } => {
                 let mail = match result {
-                    Ok(delivered) => match delivered.msg_id {
-                        Some(msg_id) => board::Mail::Sent {
-                            msg_id,
-                            outcome: delivered
-                                .receipt
-                                .map_or("accepted", |r| r.outcome.as_str())
-                                .to_owned(),
-                        },
-                        None => board::Mail::Failed("no msg_id".to_owned()),
-                    },
+                    Ok(delivered) => {
+                        let name = delivered.session.record.display_name().unwrap_or("-");
+                        self.status = format!("sent to {name}; its row shows what it does with it");
+                        let outcome = delivered.receipt.map_or("accepted", |r| r.outcome.as_str());
+                        board::Mail::Sent {
+                            msg_id: delivered.msg_id.unwrap_or_default(),
+                            outcome: outcome.to_owned(),
+                        }
+                    }
                     Err(failure) => {
                         self.status = format!("not sent: {}", failure.message);
                         board::Mail::Failed(failure.name.to_owned())

@@ -227,7 +227,8 @@ fn details(frame: &mut Frame<'_>, app: &App, session_id: &str, area: Rect) {
                         format!("{name:<14}"),
                         Style::new().add_modifier(Modifier::BOLD),
                     ),
-                    Span::raw(field(&value).into_owned()),
+                    // Lines of a prompt read as one (the screen has no room for more).
+                    Span::raw(field(&value.replace(['\n', '\t'], " ")).into_owned()),
                 ]));
             }
         }

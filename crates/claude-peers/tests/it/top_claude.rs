@@ -1,0 +1,135 @@
+//! `top` in a real terminal over real interactive Claude Code sessions: rows come and go
+//! with the sessions, one waiting on its user is listed first, and a message typed in
+//! the dashboard reaches a session and its receipt comes back to the row.
+
+use std::fs;
+use std::sync::Arc;
+
+use claude_peer_sender::endpoint::Reply;
+use serde_json::{Value, json};
+
+use crate::receiver::{Receiver, prepare_home};
+use crate::top::{Terminal, row};
+
+/// The session's name as its record gives it.
+fn name_of(receiver: &Receiver) -> String {
+    let record = receiver
+        .home
+        .path()
+        .join("sessions")
+        .join(format!("{}.json", receiver.pid));
+    let record: Value = serde_json::from_slice(&fs::read(record).unwrap()).unwrap();
+    record["name"].as_str().unwrap().to_owned()
+}
+
+/// A receiver whose model, asked to `run it`, calls Bash: with permissions asked for,
+/// the session then waits on its user.
+fn asking(home: &Arc<tempfile::TempDir>, cwd: &str) -> Receiver {
+    let script = Arc::new(|request: &Value| {
+        let last = request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .unwrap()
+            .to_string();
+        if last.contains("run it") && !last.contains("tool_result") {
+            Reply::ToolUse {
+                id: "toolu_wait".to_owned(),
+                name: "Bash".to_owned(),
+                input: json!({"command": "touch made-by-the-test", "description": "make a file"}),
+            }
+        } else {
+            Reply::Text("Noted.".to_owned())
+        }
+    });
+    Receiver::launch(home, cwd, &["--permission-mode", "default"], &[], script)
+}
+
+#[test]
+fn top_follows_real_sessions_lists_the_waiting_first_and_messages_one_with_its_receipt() {
+    let home = Arc::new(tempfile::tempdir().unwrap());
+    prepare_home(
+        home.path(),
+        &["alpha", "beta", "gamma"],
+        &json!({"crossSessionInbound": "accept"}),
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let idle = Receiver::start_in(&home, "alpha", &[]);
+    let idle_name = name_of(&idle);
+    let terminal = Terminal::shell(200, 40, &[]);
+    terminal.top(home.path(), cache.path(), "");
+    terminal.wait("the idle session", |s| s.contains(&idle_name));
+
+    // A session that starts appears; one waiting on its user goes above the idle one.
+    let waiting = asking(&home, "beta");
+    let waiting_name = name_of(&waiting);
+    terminal.wait("the new session", |s| s.contains(&waiting_name));
+    waiting.keys("run it");
+    waiting.keys("Enter");
+    let screen = crate::receiver::wait_for(std::time::Duration::from_secs(30), || {
+        let s = terminal.screen();
+        row(&s, &waiting_name)
+            .is_some_and(|(_, line)| line.contains("waiting"))
+            .then_some(s)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the session never showed as waiting:\n{}\nits own screen:\n{}",
+            terminal.screen(),
+            waiting.screen()
+        )
+    });
+    assert!(
+        row(&screen, &waiting_name).unwrap().0 < row(&screen, &idle_name).unwrap().0,
+        "waiting first:\n{screen}"
+    );
+    assert!(screen.contains("1 waiting"), "{screen}");
+
+    // `/` filters; Enter on the one row left shows its details.
+    terminal.text(&format!("/{idle_name}"));
+    terminal.keys(&["Enter"]);
+    terminal.wait("only the idle session", |s| {
+        s.contains(&idle_name) && !s.contains(&waiting_name)
+    });
+    terminal.keys(&["Enter"]);
+    let details = terminal.wait("the details", |s| s.contains(&idle.session_id));
+    for field in ["session id", "pid", "cwd", "socket", "addressable"] {
+        assert!(details.contains(field), "{field}:\n{details}");
+    }
+    terminal.keys(&["Escape"]);
+
+    // `m` sends through the sender; the receipt reaches the row.
+    terminal.text("m");
+    terminal.wait("the message line", |s| s.contains("message to"));
+    terminal.text("hello from the dashboard");
+    terminal.keys(&["Enter"]);
+    terminal.wait(&format!("the receipt on the row of {idle_name:?}"), |s| {
+        row(s, &idle_name).is_some_and(|(_, line)| line.split_whitespace().any(|w| w == "read"))
+    });
+    assert_eq!(idle.times_read("hello from the dashboard"), 1);
+    // The details now show the last prompt it got: ours, in its envelope.
+    terminal.keys(&["Enter"]);
+    terminal.wait("the last prompt", |s| {
+        row(s, "last prompt").is_some_and(|(_, l)| l.contains("hello from the"))
+    });
+    terminal.keys(&["Escape"]);
+    terminal.keys(&["Escape"]);
+
+    // Resized to 80x24 and back, it goes on.
+    terminal.resize(80, 24);
+    terminal.wait("both rows at 80x24", |s| {
+        s.contains(&idle_name) && s.contains(&waiting_name)
+    });
+    terminal.resize(200, 40);
+
+    // A session that ends vanishes.
+    let gamma = Receiver::start_in(&home, "gamma", &[]);
+    let gamma_name = name_of(&gamma);
+    terminal.wait("the third session", |s| s.contains(&gamma_name));
+    drop(gamma);
+    terminal.wait("the third session gone", |s| !s.contains(&gamma_name));
+    terminal.text("q");
+    terminal.wait("the shell", |s| !s.contains("claude-peers top"));
+}
