@@ -160,7 +160,7 @@ fn first_screen(machine: &Machine) {
     for _ in 0..STARTS {
         let (mut top, started) = Top::start(registry.home.root());
         let (drawn, _) = top.wait_for(FRAME_END, 0);
-        starts.push(drawn - started);
+        starts.push(drawn.saturating_duration_since(started));
         // The header's count, on the first row (blanks are skipped, so a move follows).
         assert!(
             find(&top.seen, b"1000\x1b[1;").is_some(),
@@ -203,18 +203,17 @@ fn change_to_row(machine: &Machine) {
     };
     fs::write(&file, record(&"A".repeat(12))).unwrap();
     let (mut top, _) = Top::start(registry.home.root());
-    let (_, mut from) = top.wait_for("A".repeat(12).as_bytes(), 0);
+    top.wait_for("A".repeat(12).as_bytes(), 0);
     let mut latencies = Vec::with_capacity(CHANGES);
     for n in 0..CHANGES {
         thread::sleep(Duration::from_millis(10));
-        from = top.drain();
+        let from = top.drain();
         let name = if n % 2 == 0 { "B" } else { "A" }.repeat(12);
         let written = Instant::now();
         // In place, like Claude Code: truncate, then write.
         fs::write(&file, record(&name)).unwrap();
-        let (shown, end) = top.wait_for(name.as_bytes(), from);
+        let (shown, _) = top.wait_for(name.as_bytes(), from);
         latencies.push(shown.saturating_duration_since(written));
-        from = end;
     }
     latencies.sort_unstable();
     println!(
@@ -246,8 +245,8 @@ fn idle_cpu(machine: &Machine) {
         thread::sleep(Duration::from_millis(500));
         top.drain();
     }
-    let top_cpu = cpu(top.child.id()) - top_before;
-    let watch_cpu = cpu(watch.id()) - watch_before;
+    let top_cpu = cpu(top.child.id()).saturating_sub(top_before);
+    let watch_cpu = cpu(watch.id()).saturating_sub(watch_before);
     let _ = watch.kill();
     let _ = watch.wait();
     let share = |d: Duration| d.as_secs_f64() / IDLE_FOR.as_secs_f64() * 100.0;
