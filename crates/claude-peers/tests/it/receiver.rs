@@ -94,6 +94,45 @@ pub(crate) fn prepare_home(home: &Path, cwds: &[&str], settings: &Value) {
     fs::write(home.join("settings.json"), settings.to_string()).unwrap();
 }
 
+/// How a replying receiver runs: auto mode would ask a server to check the reply, so the
+/// receiver allows the tool.
+pub(crate) const REPLYING_ARGS: [&str; 4] = [
+    "--permission-mode",
+    "default",
+    "--allowedTools",
+    "SendMessage",
+];
+
+/// A model that answers any message from another session with `reply`, sent to the
+/// address in its envelope.
+pub(crate) fn replying_script(reply: String) -> Arc<dyn Script> {
+    Arc::new(move |request: &Value| {
+        let last = request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .unwrap();
+        let text = last["content"].to_string();
+        if text.contains("tool_result") {
+            return Reply::Text("Replied.".to_owned());
+        }
+        match text
+            .split("from=\\\"")
+            .nth(1)
+            .and_then(|rest| rest.split("\\\"").next())
+        {
+            Some(from) => Reply::ToolUse {
+                id: "toolu_reply".to_owned(),
+                name: "SendMessage".to_owned(),
+                input: json!({"to": from, "message": reply}),
+            },
+            None => Reply::Text("Noted.".to_owned()),
+        }
+    })
+}
+
 /// A live interactive Claude Code in tmux, in its own temporary Claude home; its tmux
 /// session is killed (and its process waited for) when dropped.
 pub(crate) struct Receiver {
@@ -128,40 +167,11 @@ impl Receiver {
     /// A receiver that accepts messages and whose model answers any message from another
     /// session with `reply`, sent to the address in its envelope.
     pub(crate) fn replying(reply: impl Into<String>) -> Self {
-        let reply = reply.into();
-        let script = Arc::new(move |request: &Value| {
-            let last = request["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .rev()
-                .find(|m| m["role"] == "user")
-                .unwrap();
-            let text = last["content"].to_string();
-            if text.contains("tool_result") {
-                return Reply::Text("Replied.".to_owned());
-            }
-            match text
-                .split("from=\\\"")
-                .nth(1)
-                .and_then(|rest| rest.split("\\\"").next())
-            {
-                Some(from) => Reply::ToolUse {
-                    id: "toolu_reply".to_owned(),
-                    name: "SendMessage".to_owned(),
-                    input: json!({"to": from, "message": reply}),
-                },
-                None => Reply::Text("Noted.".to_owned()),
-            }
-        });
-        // Auto mode would ask a server to check the reply: this receiver allows the tool.
-        let args = [
-            "--permission-mode",
-            "default",
-            "--allowedTools",
-            "SendMessage",
-        ];
-        Self::start_with(Some("accept"), &args, script)
+        Self::start_with(
+            Some("accept"),
+            &REPLYING_ARGS,
+            replying_script(reply.into()),
+        )
     }
 
     /// A receiver that accepts messages and whose every model turn takes `turn`.

@@ -63,6 +63,16 @@ impl Terminal {
         self.wait("top's header", |s| s.contains("claude-peers top"));
     }
 
+    /// Copies everything the pane's program writes from now on to `file`.
+    pub(crate) fn record_output(&self, file: &Path) {
+        let status = tmux()
+            .args(["pipe-pane", "-t", &self.name])
+            .arg(format!("cat > {}", file.display()))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     /// Types `line` and Enter.
     pub(crate) fn line(&self, line: &str) {
         self.text(line);
@@ -395,4 +405,48 @@ fn p_changes_the_inbound_policy_after_a_confirmation_keeping_every_other_byte() 
     assert_eq!(fs::read_to_string(&settings).unwrap(), elsewhere);
     terminal.wait("the policy read again", |s| s.contains("inbound: hold"));
     terminal.text("q");
+}
+
+#[test]
+fn bell_rings_when_a_session_starts_waiting_and_only_with_bell() {
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    home.live_record(&child, "s-1", "bell-one", "idle", false);
+    let record = home.record_path(child.pid());
+    let cache = temp();
+    for bell in [true, false] {
+        fs::write(
+            &record,
+            fs::read_to_string(&record)
+                .unwrap()
+                .replace("waiting", "idle"),
+        )
+        .unwrap();
+        let terminal = Terminal::shell(200, 20, &[]);
+        let output = cache.path().join(format!("output-{bell}"));
+        terminal.record_output(&output);
+        terminal.top(home.root(), cache.path(), if bell { "--bell" } else { "" });
+        terminal.wait("the idle row", |s| {
+            row(s, "bell-one").is_some_and(|(_, l)| l.contains("idle"))
+        });
+        fs::write(
+            &record,
+            fs::read_to_string(&record)
+                .unwrap()
+                .replace("idle", "waiting"),
+        )
+        .unwrap();
+        terminal.wait("the waiting row", |s| {
+            row(s, "bell-one").is_some_and(|(_, l)| l.contains("waiting"))
+        });
+        terminal.text("q");
+        terminal.wait("the shell", |s| !s.contains("claude-peers top"));
+        let written = fs::read(&output).unwrap();
+        assert_eq!(
+            written.contains(&0x07),
+            bell,
+            "a bell {} with --bell {bell}",
+            if bell { "rings" } else { "stays silent" }
+        );
+    }
 }

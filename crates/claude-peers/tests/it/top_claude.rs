@@ -8,8 +8,11 @@ use std::sync::Arc;
 use claude_peer_sender::endpoint::Reply;
 use serde_json::{Value, json};
 
-use crate::receiver::{Receiver, prepare_home};
+use crate::receiver::{REPLYING_ARGS, Receiver, prepare_home, replying_script};
 use crate::top::{Terminal, row};
+
+/// What the messaged session answers.
+const REPLY: &str = "a reply for the dashboard";
 
 /// The session's name as its record gives it.
 fn name_of(receiver: &Receiver) -> String {
@@ -56,7 +59,13 @@ fn top_follows_real_sessions_lists_the_waiting_first_and_messages_one_with_its_r
         &json!({"crossSessionInbound": "accept"}),
     );
     let cache = tempfile::tempdir().unwrap();
-    let idle = Receiver::start_in(&home, "alpha", &[]);
+    let idle = Receiver::launch(
+        &home,
+        "alpha",
+        &REPLYING_ARGS,
+        &[],
+        replying_script(REPLY.to_owned()),
+    );
     let idle_name = name_of(&idle);
     let terminal = Terminal::shell(200, 40, &[]);
     terminal.top(home.path(), cache.path(), "");
@@ -109,11 +118,17 @@ fn top_follows_real_sessions_lists_the_waiting_first_and_messages_one_with_its_r
         row(s, &idle_name).is_some_and(|(_, line)| line.split_whitespace().any(|w| w == "read"))
     });
     assert_eq!(idle.times_read("hello from the dashboard"), 1);
-    // The details now show the last prompt it got: ours, in its envelope.
+    // Its reply comes back; the details show it, and the last prompt the session got:
+    // ours, in its envelope.
+    terminal.wait("news of the reply", |s| s.contains("reply from"));
     terminal.keys(&["Enter"]);
-    terminal.wait("the last prompt", |s| {
+    let details = terminal.wait("the last prompt", |s| {
         row(s, "last prompt").is_some_and(|(_, l)| l.contains("hello from the"))
     });
+    assert!(
+        details.contains(REPLY),
+        "the reply in the details:\n{details}"
+    );
     terminal.keys(&["Escape"]);
     terminal.keys(&["Escape"]);
 
