@@ -107,14 +107,7 @@ pub(crate) const REPLYING_ARGS: [&str; 4] = [
 /// address in its envelope.
 pub(crate) fn replying_script(reply: String) -> Arc<dyn Script> {
     Arc::new(move |request: &Value| {
-        let last = request["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "user")
-            .unwrap();
-        let text = last["content"].to_string();
+        let text = last_user_message(request);
         if text.contains("tool_result") {
             return Reply::Text("Replied.".to_owned());
         }
@@ -131,6 +124,18 @@ pub(crate) fn replying_script(reply: String) -> Arc<dyn Script> {
             None => Reply::Text("Noted.".to_owned()),
         }
     })
+}
+
+/// The content of the last user message of a Messages API request, as JSON text.
+pub(crate) fn last_user_message(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()["content"]
+        .to_string()
 }
 
 /// A live interactive Claude Code in tmux, in its own temporary Claude home; its tmux

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use claude_peer_sender::endpoint::Reply;
 use serde_json::{Value, json};
 
-use crate::receiver::{REPLYING_ARGS, Receiver, prepare_home, replying_script};
+use crate::receiver::{REPLYING_ARGS, Receiver, last_user_message, prepare_home, replying_script};
 use crate::top::{Terminal, row};
 
 /// What the messaged session answers.
@@ -29,14 +29,7 @@ fn name_of(receiver: &Receiver) -> String {
 /// the session then waits on its user.
 fn asking(home: &Arc<tempfile::TempDir>, cwd: &str) -> Receiver {
     let script = Arc::new(|request: &Value| {
-        let last = request["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "user")
-            .unwrap()
-            .to_string();
+        let last = last_user_message(request);
         if last.contains("run it") && !last.contains("tool_result") {
             Reply::ToolUse {
                 id: "toolu_wait".to_owned(),
