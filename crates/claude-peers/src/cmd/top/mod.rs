@@ -114,12 +114,9 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     let mail = Mail::start(ctx.clone(), origin, to_loop);
 
     let mut screen = Screen::enter()?;
+    screen.terminal.draw(|frame| view::draw(frame, &mut app))?;
+    panic_after_first_draw();
     let exit = loop {
-        screen.terminal.draw(|frame| view::draw(frame, &mut app))?;
-        panic_after_first_draw();
-        if let Some(exit) = app.quit {
-            break exit;
-        }
         let input = match inputs.recv_timeout(until_next_second()) {
             Ok(input) => Some(input),
             Err(RecvTimeoutError::Timeout) => None,
@@ -135,7 +132,11 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
         while let Ok(input) = inputs.try_recv() {
             rings += app.take(input, &mail);
         }
+        if let Some(exit) = app.quit {
+            break exit;
+        }
         app.read_transcript();
+        screen.terminal.draw(|frame| view::draw(frame, &mut app))?;
         if options.bell && rings > 0 {
             let mut out = io::stdout();
             let _ = out.write_all(b"\x07").and_then(|()| out.flush());
@@ -214,7 +215,7 @@ impl App {
                     self.board.reply(
                         &session_id,
                         board::Reply {
-                            at_ms: now_ms(),
+                            at_ms: crate::table::now_ms(),
                             text,
                         },
                     );
@@ -293,12 +294,8 @@ fn until_next_second() -> Duration {
     Duration::from_millis(u64::from(1000 - into))
 }
 
-fn now_ms() -> u64 {
-    crate::table::now_ms()
-}
-
 /// Test builds only: `CLAUDE_PEERS_TEST_PANIC=top` panics once the first screen is
-/// drawn, so a test can see the panic hook give the terminal back.
+/// drawn, so a test can see the panic hook give the terminal back on the real binary.
 fn panic_after_first_draw() {
     #[cfg(debug_assertions)]
     assert!(
