@@ -73,6 +73,16 @@ impl Terminal {
         assert!(status.success());
     }
 
+    /// Pastes `text` as a terminal pastes it (bracketed, when the program asked).
+    pub(crate) fn paste(&self, text: &str) {
+        let set = tmux().args(["set-buffer", "--", text]).status().unwrap();
+        let paste = tmux()
+            .args(["paste-buffer", "-p", "-t", &self.name])
+            .status()
+            .unwrap();
+        assert!(set.success() && paste.success());
+    }
+
     /// Types `line` and Enter.
     pub(crate) fn line(&self, line: &str) {
         self.text(line);
@@ -449,4 +459,36 @@ fn bell_rings_when_a_session_starts_waiting_and_only_with_bell() {
             if bell { "rings" } else { "stays silent" }
         );
     }
+}
+
+#[test]
+fn a_pasted_paragraph_is_one_message_and_a_long_line_shows_its_end() {
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    home.live_record(&child, "s-1", "paste-one", "idle", true);
+    let cache = temp();
+    let terminal = Terminal::shell(60, 12, &[]);
+    terminal.top(home.root(), cache.path(), "");
+    terminal.wait("the row", |s| s.contains("paste-one"));
+    terminal.text("m");
+    terminal.wait("the message line", |s| s.contains("message to paste-one:"));
+    terminal.paste("first line\nsecond line");
+    let screen = terminal.wait("the pasted text", |s| s.contains("second line"));
+    let (_, line) = row(&screen, "message to").unwrap();
+    assert!(line.contains(r"first line\u{a}second line"), "{line}");
+    assert!(
+        !screen.contains("sending"),
+        "a pasted newline sends nothing:\n{screen}"
+    );
+    // Longer than the line: its end stays in view, where the typing is.
+    terminal.text(&"x".repeat(80));
+    terminal.text("END");
+    let screen = terminal.wait("the end of the text", |s| s.contains("xxxEND"));
+    assert!(
+        row(&screen, "message to paste-one: …").is_some(),
+        "{screen}"
+    );
+    terminal.keys(&["Escape"]);
+    terminal.wait("nothing sent", |s| s.contains("message not sent"));
+    terminal.text("q");
 }

@@ -39,9 +39,11 @@ pub(crate) enum Mode {
 }
 
 pub(crate) fn handle(app: &mut App, event: &Event, mail: &Mail) {
-    let Event::Key(key) = event else {
+    let key = match event {
+        Event::Key(key) => key,
+        Event::Paste(pasted) => return paste(app, pasted),
         // A resize: the next draw measures the new size.
-        return;
+        _ => return,
     };
     if key.kind == KeyEventKind::Release {
         return;
@@ -175,6 +177,25 @@ fn table(app: &mut App, key: &KeyEvent) {
             }
             None => "no session selected".clone_into(&mut app.status),
         },
+        _ => {}
+    }
+}
+
+/// Pasted text goes into the line being typed: whole into a message (its newlines
+/// kept: terminals paste them as carriage returns), as one line into the filter.
+fn paste(app: &mut App, pasted: &str) {
+    let pasted = &pasted.replace("\r\n", "\n").replace('\r', "\n");
+    match &mut app.mode {
+        Mode::Message { text, .. } if text.len() + pasted.len() <= MAX_MESSAGE_BYTES => {
+            text.push_str(pasted);
+        }
+        Mode::Message { .. } => "too long to paste into one message".clone_into(&mut app.status),
+        Mode::Filter => {
+            let mut filter = app.board.filter().to_owned();
+            filter.extend(pasted.chars().filter(|c| !c.is_control()).take(MAX_FILTER));
+            filter = filter.chars().take(MAX_FILTER).collect();
+            app.board.set_filter(filter);
+        }
         _ => {}
     }
 }

@@ -1,10 +1,12 @@
-//! The terminal while `top` runs: raw mode, the alternate screen and a hidden cursor,
+//! The terminal while `top` runs: raw mode, the alternate screen, bracketed paste (a
+//! pasted paragraph is one message, not a line per Enter) and a hidden cursor,
 //! given back as they were when it quits, fails, panics or is signalled.
 
 use std::io::{self, Stdout};
 use std::sync::Once;
 
 use crossterm::cursor::{Hide, Show};
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use crossterm::execute;
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -36,8 +38,13 @@ impl Screen {
             }));
         });
         enable_raw_mode()?;
-        let entered = execute!(io::stdout(), EnterAlternateScreen, Hide)
-            .and_then(|()| Terminal::new(CrosstermBackend::new(io::stdout())));
+        let entered = execute!(
+            io::stdout(),
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            Hide
+        )
+        .and_then(|()| Terminal::new(CrosstermBackend::new(io::stdout())));
         entered
             .map(|terminal| Self { terminal })
             .inspect_err(|_| restore())
@@ -54,5 +61,10 @@ impl Drop for Screen {
 /// Safe to run twice (a panic's hook, then the unwinding drop).
 fn restore() {
     let _ = disable_raw_mode();
-    let _ = execute!(io::stdout(), LeaveAlternateScreen, Show);
+    let _ = execute!(
+        io::stdout(),
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        Show
+    );
 }

@@ -41,7 +41,7 @@ pub(crate) fn draw(frame: &mut Frame<'_>, app: &mut App) {
         Mode::Help => help(frame, body),
         _ => table(frame, app, body),
     }
-    frame.render_widget(Paragraph::new(footer_line(app)), footer);
+    frame.render_widget(Paragraph::new(footer_line(app, footer.width)), footer);
 }
 
 fn header_line(app: &App) -> Line<'static> {
@@ -74,11 +74,11 @@ fn header_line(app: &App) -> Line<'static> {
     Line::from(spans)
 }
 
-fn footer_line(app: &App) -> Line<'static> {
+fn footer_line(app: &App, width: u16) -> Line<'static> {
     let text = match &app.mode {
-        Mode::Filter => format!("/{}", field(app.board.filter())),
+        Mode::Filter => typing("/".to_owned(), app.board.filter(), width),
         Mode::Message { name, text, .. } => {
-            format!("message to {}: {}", field(name), field(text))
+            typing(format!("message to {}: ", field(name)), text, width)
         }
         Mode::Policy => {
             "inbound policy for every session: a accept · h hold · r refuse · any other key cancels"
@@ -100,6 +100,20 @@ fn footer_line(app: &App) -> Line<'static> {
             .to_owned(),
     };
     Line::from(text)
+}
+
+/// A line being typed after `prompt`: its end, where the typing is, when it is longer
+/// than the width.
+fn typing(prompt: String, typed: &str, width: u16) -> String {
+    let typed = field(typed);
+    let room = usize::from(width).saturating_sub(prompt.chars().count() + 1);
+    let skip = typed.chars().count().saturating_sub(room);
+    let mut line = prompt;
+    if skip > 0 {
+        line.push('…');
+    }
+    line.extend(typed.chars().skip(skip + usize::from(skip > 0)));
+    line
 }
 
 fn table(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
