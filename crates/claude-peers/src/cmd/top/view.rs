@@ -4,6 +4,7 @@
 //! Every text that comes from a file (names, cwds, panes, prompts, replies) goes through
 //! [`field`], so it cannot steer the terminal.
 
+use claude_peer_registry::Activity;
 use claude_peer_resolve::{LiveSession, Session};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -50,11 +51,20 @@ fn header_line(app: &App) -> Line<'static> {
     let mut spans = vec![
         Span::styled("claude-peers top", bold),
         Span::raw(format!("  {} live: ", app.board.live())),
-        Span::styled(format!("{} waiting", counts.waiting), paint(app, "waiting")),
+        Span::styled(
+            format!("{} waiting", counts.waiting),
+            status_style(app.color, Some(Activity::Waiting)),
+        ),
         Span::raw(" · "),
-        Span::styled(format!("{} busy", counts.busy), paint(app, "busy")),
+        Span::styled(
+            format!("{} busy", counts.busy),
+            status_style(app.color, Some(Activity::Busy)),
+        ),
         Span::raw(" · "),
-        Span::styled(format!("{} idle", counts.idle), paint(app, "idle")),
+        Span::styled(
+            format!("{} idle", counts.idle),
+            status_style(app.color, Some(Activity::Idle)),
+        ),
     ];
     if counts.other > 0 {
         spans.push(Span::raw(format!(" · {} other", counts.other)));
@@ -137,11 +147,7 @@ fn table(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
         .zip(cells)
         .enumerate()
         .map(|(i, (session, cells))| {
-            let status = if app.color {
-                status_style(session)
-            } else {
-                Style::new()
-            };
+            let status = status_style(app.color, session.record.activity());
             let row = Row::new(cells.into_iter().take(widths.len()).enumerate().map(
                 |(c, text)| Cell::from(text).style(if c == 1 { status } else { Style::new() }),
             ));
@@ -185,7 +191,11 @@ fn widths(width: u16, rows: &[[String; 6]]) -> Vec<u16> {
     let mut widths = Vec::new();
     let mut used: u16 = 0;
     for (i, &(title, cap)) in COLUMNS.iter().enumerate() {
-        let widest = rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+        let widest = rows
+            .iter()
+            .map(|r| Span::raw(r[i].as_str()).width())
+            .max()
+            .unwrap_or(0);
         let want = u16::try_from(widest.max(title.len()))
             .unwrap_or(u16::MAX)
             .min(cap);
@@ -207,23 +217,16 @@ fn widths(width: u16, rows: &[[String; 6]]) -> Vec<u16> {
     widths
 }
 
-fn status_style(session: &LiveSession) -> Style {
-    Style::new().fg(match session.record.activity() {
-        Some(claude_peer_registry::Activity::Waiting) => Color::Magenta,
-        Some(claude_peer_registry::Activity::Busy) => Color::Yellow,
-        Some(claude_peer_registry::Activity::Idle) => Color::Green,
-        None => Color::DarkGray,
-    })
-}
-
-fn paint(app: &App, status: &str) -> Style {
-    if !app.color {
+/// A status's colour, as `list` paints it; none without colours.
+fn status_style(color: bool, activity: Option<Activity>) -> Style {
+    if !color {
         return Style::new();
     }
-    Style::new().fg(match status {
-        "waiting" => Color::Magenta,
-        "busy" => Color::Yellow,
-        _ => Color::Green,
+    Style::new().fg(match activity {
+        Some(Activity::Waiting) => Color::Magenta,
+        Some(Activity::Busy) => Color::Yellow,
+        Some(Activity::Idle) => Color::Green,
+        None => Color::DarkGray,
     })
 }
 
