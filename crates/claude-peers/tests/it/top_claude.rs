@@ -100,7 +100,9 @@ fn top_follows_real_sessions_lists_the_waiting_first_and_messages_one_with_its_r
     for field in ["session id", "pid", "cwd", "socket", "addressable"] {
         assert!(details.contains(field), "{field}:\n{details}");
     }
+    // Each Escape waited for: two at once read as one key (Alt-Escape).
     terminal.keys(&["Escape"]);
+    terminal.wait("the table", |s| row(s, "NAME").is_some());
 
     // `m` sends through the sender; the receipt reaches the row.
     terminal.text("m");
@@ -123,7 +125,9 @@ fn top_follows_real_sessions_lists_the_waiting_first_and_messages_one_with_its_r
         "the reply in the details:\n{details}"
     );
     terminal.keys(&["Escape"]);
+    terminal.wait("the table", |s| row(s, "NAME").is_some());
     terminal.keys(&["Escape"]);
+    terminal.wait("no filter", |s| !s.contains("filter:"));
 
     // Resized to 80x24 and back, it goes on.
     terminal.resize(80, 24);
