@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use claude_peer_testkit::home::TempHome;
-use claude_peer_testkit::process::{Children, Sleeper};
+use claude_peer_testkit::process::{Children, Sleeper, shell_script};
 use claude_peer_testkit::registry::{Machine, Registry};
 
 use crate::receiver::{claude, tmux, wait_for};
@@ -266,6 +266,49 @@ fn a_panic_or_a_signal_gives_the_terminal_back_too() {
     assert!(screen.lines().any(|l| l == "EXIT=143"), "{screen}");
     assert!(!screen.contains("claude-peers top"), "{screen}");
     assert_sane_tty(&terminal, &cache.path().join("stty-after-term"));
+}
+
+#[test]
+fn a_second_signal_ends_a_quit_that_waits_for_a_sender_that_never_starts() {
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    home.live_record(&child, "s-1", "hanging-one", "idle", true);
+    let cache = temp();
+    // A Claude Code that never says it started; it ends when its stdin closes.
+    let claude = shell_script(cache.path().join("claude"), "cat > /dev/null\n").unwrap();
+    let pid_file = cache.path().join("top.pid");
+    let terminal = Terminal::shell(120, 20, &[]);
+    terminal.line(&format!(
+        "XDG_CACHE_HOME={} sh -c 'echo $$ > {}; exec {} --home {} top --claude {}'; echo EXIT=$?",
+        cache.path().display(),
+        pid_file.display(),
+        env!("CARGO_BIN_EXE_claude-peers"),
+        home.root().display(),
+        claude.display(),
+    ));
+    terminal.wait("the row", |s| row(s, "hanging-one").is_some());
+    terminal.text("m");
+    terminal.wait("the message line", |s| s.contains("message to"));
+    terminal.text("hello");
+    terminal.keys(&["Enter"]);
+    terminal.wait("sending", |s| {
+        row(s, "hanging-one").is_some_and(|(_, l)| l.contains("sending"))
+    });
+    terminal.text("q");
+    // The screen is given back at once; the quit waits for the sender.
+    terminal.wait("the shell's screen", |s| !s.contains("claude-peers top"));
+    let pid = fs::read_to_string(&pid_file).unwrap();
+    for _ in 0..2 {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", pid.trim()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let screen = terminal.wait("the exit", exited);
+    assert!(screen.lines().any(|l| l == "EXIT=143"), "{screen}");
+    assert_sane_tty(&terminal, &cache.path().join("stty-after-second-signal"));
 }
 
 #[test]

@@ -103,8 +103,15 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
         .map_err(|err| Failure::error("signals", format!("cannot watch for signals: {err}")))?;
     spawn("top-signals", to_loop.clone(), move |to| {
         let mut signals = signals;
-        if let Some(signal) = signals.forever().next() {
-            let _ = to.send(Input::Signal(signal));
+        let mut signals = signals.forever();
+        if let Some(first) = signals.next() {
+            let _ = to.send(Input::Signal(first));
+        }
+        // A second signal while the sender closes: out at once, the terminal given back
+        // (again) first. The sender ends by itself when its stdin closes with us.
+        if let Some(second) = signals.next() {
+            screen::restore();
+            std::process::exit(128 + second);
         }
     })?;
     let origin = Origin {

@@ -59,7 +59,7 @@ impl Drop for Screen {
 
 /// Gives the terminal back: line discipline first, then the user's screen and cursor.
 /// Safe to run twice (a panic's hook, then the unwinding drop).
-fn restore() {
+pub(crate) fn restore() {
     let _ = disable_raw_mode();
     let _ = execute!(
         io::stdout(),
