@@ -216,6 +216,18 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         for line in std::mem::take(&mut self.heard_while_sending) {
             self.observe(line);
         }
+        // A sender that ended during the send was seen ending there (its stdout closed,
+        // or the timeout killed it), not by `next_event`: the mailbox is closed here.
+        if delivered.is_err() && !self.closed && self.sender.ended() {
+            self.closed = true;
+            self.ready.push_back(Event::Closed {
+                unknown: self.tracker.unknown(),
+                reason: Some(format!(
+                    "the sender ended during a send{}",
+                    self.sender.stderr_note()
+                )),
+            });
+        }
         // A wake the send's wait took is spent: the caller looks at its inputs now.
         self.wake_pending.store(false, Ordering::Release);
         Ok(delivered?)
@@ -249,7 +261,8 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
     }
 
     /// The next event, waiting up to `timeout`; `None` when none came (or a [`Waker`]
-    /// woke the wait). After [`Event::Closed`], always `None`.
+    /// woke the wait). After [`Event::Closed`], always `None`. A sender that ends during
+    /// a send fails that send, and [`Event::Closed`] follows.
     pub fn next_event(&mut self, timeout: Duration) -> Option<Event> {
         let deadline = Instant::now() + timeout;
         loop {

@@ -308,6 +308,11 @@ impl Sender {
         self.socket = Some(socket);
     }
 
+    /// Whether the sender has ended (it is reaped then, or now).
+    pub(crate) fn ended(&mut self) -> bool {
+        !matches!(self.group.try_wait(), Ok(None))
+    }
+
     /// The sender's pid.
     pub(crate) fn pid(&self) -> u32 {
         self.group.id()

@@ -81,13 +81,6 @@ pub(crate) fn mailbox(ctx: &Context, relay: &ClaudeRelay) -> Result<Mailbox, Fai
     )?)
 }
 
-/// Whether `mailbox`'s sender still runs. A send its sender died in heard the sender's
-/// end itself, so the mailbox cannot tell; its holder asks here after a failed send.
-pub(crate) fn running(mailbox: &Mailbox) -> bool {
-    rustix::process::Pid::from_raw(mailbox.pid().cast_signed())
-        .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok())
-}
-
 /// `relay` under the managed settings of `ctx`, refused before anything starts when they
 /// keep its guard hooks from running.
 fn guarded(ctx: &Context, relay: &ClaudeRelay) -> Result<ClaudeRelay, Failure> {

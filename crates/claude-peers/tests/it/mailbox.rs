@@ -13,7 +13,11 @@ use claude_peer_sender::endpoint::Reply;
 use claude_peer_testkit::lines::Lines;
 use serde_json::{Value, json};
 
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::{Sleeper, shell_script};
+
 use crate::receiver::{Burners, Receiver, claude, set_policy, wait_for};
+use crate::support::CommandHome as _;
 
 /// A running `claude-peers mailbox` and the JSON lines it prints.
 pub(crate) struct MailboxProcess {
@@ -25,6 +29,11 @@ pub(crate) struct MailboxProcess {
 
 impl MailboxProcess {
     pub(crate) fn start(home: &Path) -> Self {
+        Self::start_with(home, &claude())
+    }
+
+    /// A mailbox sending with the Claude Code at `claude`.
+    pub(crate) fn start_with(home: &Path, claude: &Path) -> Self {
         let cache = tempfile::tempdir().unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
             .arg("--home")
@@ -34,7 +43,7 @@ impl MailboxProcess {
                 "--from",
                 "harness",
                 "--claude",
-                claude().to_str().unwrap(),
+                claude.to_str().unwrap(),
             ])
             .arg("--managed-settings")
             .arg(cache.path().join("none.json"))
@@ -357,6 +366,35 @@ fn a_killed_sender_closes_the_mailbox_with_its_pending_messages_unknown() {
         closed["reason"].as_str().unwrap().contains("ended"),
         "{closed}"
     );
+    assert_eq!(mailbox.child.wait().unwrap().code(), Some(1));
+}
+
+#[test]
+fn a_sender_that_ends_during_a_send_fails_it_and_closes_the_mailbox() {
+    let mut home = TempHome::new().unwrap();
+    let target = Sleeper::spawn().unwrap();
+    home.live_record(&target, "s-target", "reviewer", "idle", true);
+    set_policy(home.root(), "accept");
+    // A Claude Code that takes the send request and ends, saying why on stderr.
+    let dir = tempfile::tempdir().unwrap();
+    let claude = shell_script(dir.path().join("claude"), "read line; echo gone-now >&2").unwrap();
+    let mut mailbox = MailboxProcess::start_with(home.root(), &claude);
+    mailbox.send("r1", "s-target", "into the void", false);
+    let events = mailbox.until(Duration::from_secs(30), |e| is(e, "closed"));
+    let failed = events.iter().find(|e| e["id"] == "r1").unwrap();
+    assert_eq!(failed["refusal"], "delivery_failed", "{failed}");
+    assert!(
+        failed["message"]
+            .as_str()
+            .unwrap()
+            .contains("ended before the send was settled"),
+        "{failed}"
+    );
+    let closed = events.last().unwrap();
+    let reason = closed["reason"].as_str().unwrap();
+    assert!(reason.contains("ended during a send"), "{closed}");
+    assert!(reason.contains("gone-now"), "its stderr: {closed}");
+    // The mailbox has ended, with stdin still open.
     assert_eq!(mailbox.child.wait().unwrap().code(), Some(1));
 }
 

@@ -272,7 +272,7 @@ impl Owner {
                             Ok(opened) => {
                                 *lock(&self.waker) = Some(opened.waker());
                                 mailbox = Some(opened);
-                                self.serve_one(&mut mailbox, request);
+                                self.take(&mut mailbox, request);
                             }
                             Err(failure) => {
                                 let _ = request.reply.send(Err(failure));
@@ -288,7 +288,7 @@ impl Owner {
             };
             match requests.try_recv() {
                 Ok(Input::Request(request)) => {
-                    self.serve_one(&mut mailbox, request);
+                    self.take(&mut mailbox, request);
                     continue;
                 }
                 Ok(Input::Stop) => continue,
@@ -332,28 +332,15 @@ impl Owner {
         }
     }
 
-    /// [`Owner::take`], then a sender that died in the send is closed and dropped:
-    /// the mailbox cannot tell, as the failed send heard its end.
-    fn serve_one(&mut self, mailbox: &mut Option<Mailbox>, request: Request) {
-        let Some(open) = mailbox.as_mut() else { return };
-        if self.take(open, request) || send::running(open) {
-            return;
-        }
-        if let Some(dead) = mailbox.take() {
-            *lock(&self.waker) = None;
-            self.pending.drain(..).for_each(Pending::answer);
-            for event in dead.close() {
-                self.events.push(&event);
-            }
-        }
-    }
-
     /// Sends one call's message (to each of its sessions); a cancelled call is not sent.
-    /// Whether every send went through.
-    fn take(&mut self, mailbox: &mut Mailbox, request: Request) -> bool {
+    /// A sender that ends in it is heard as the mailbox's `Closed` next.
+    fn take(&mut self, mailbox: &mut Option<Mailbox>, request: Request) {
+        let Some(mailbox) = mailbox.as_mut() else {
+            return;
+        };
         if (request.cancelled)() {
             let _ = request.reply.send(Err(cancelled()));
-            return true;
+            return;
         }
         let (message, idle) = (&request.message, request.idle);
         match request.whom {
@@ -372,7 +359,6 @@ impl Owner {
                 },
                 Err(err) => {
                     let _ = request.reply.send(Err(Failure::from(err)));
-                    return false;
                 }
             },
             Whom::Several(given) => {
@@ -385,16 +371,11 @@ impl Owner {
                         .send(session_id, message, idle)
                         .map_err(Failure::from)
                 });
-                let failed = outcomes
-                    .as_ref()
-                    .map_or(true, |o| o.iter().any(|o| o.result.is_err()));
                 let answer = outcomes
                     .and_then(|outcomes| to_json(&BroadcastJson::new(&outcomes, Via::Claude)));
                 let _ = request.reply.send(answer);
-                return !failed;
             }
         }
-        true
     }
 
     /// Settles the single sends `receipt` names: at once when it is decisive, after

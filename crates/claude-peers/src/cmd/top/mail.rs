@@ -148,19 +148,11 @@ fn serve(
         let Some(open) = mailbox.as_mut() else {
             continue;
         };
+        // A sender that ends in the send is heard as the mailbox's `Closed` next.
         let result = open
             .send(&session_id, &message, Idle::Ignore)
             .map(Box::new)
             .map_err(Failure::from);
-        // A sender that died in the send heard its own end there: close what is left.
-        if result.is_err() && !send::running(open) {
-            *lock(waker) = None;
-            if let Some(dead) = mailbox.take() {
-                dead.close().into_iter().for_each(|e| {
-                    heard(Heard::Event(e));
-                });
-            }
-        }
         heard(Heard::Sent { session_id, result });
     }
     *lock(waker) = None;
