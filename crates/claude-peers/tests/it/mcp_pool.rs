@@ -1,8 +1,8 @@
 //! `claude-peers mcp` with many `send_message` calls at once, on the wire, to a live
 //! interactive receiver through the pinned Claude Code: one sender serves them all in
 //! arrival order, every call is answered, a call cancelled while it waits is not sent,
-//! and SIGTERM closes the sender cleanly. The server's `claude` is a wrapper that logs
-//! each sender it starts and ends.
+//! and SIGTERM or a client that leaves closes the sender cleanly. The server's `claude`
+//! is a wrapper that logs each sender it starts and ends.
 
 use std::collections::HashMap;
 use std::fs;
@@ -316,6 +316,43 @@ fn sigterm_closes_the_sender_cleanly_and_exits_143() {
         log.contains(&format!("end {sender}")),
         "its Claude Code ended by itself, its stdin closed: {log}"
     );
+    assert!(
+        !Path::new(&format!("/proc/{sender}")).exists(),
+        "and was reaped"
+    );
+}
+
+#[test]
+fn a_client_that_leaves_mid_send_has_that_send_finished_whole_and_the_sender_closed() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // The sender waits in the wrapper until `go`: the send is under way meanwhile.
+    fs::write(dir.path().join("block"), "").unwrap();
+    let mut wire = Wire::start(&receiver, &wrapper(dir.path()), cache.path());
+    wire.send(1, &receiver, "sent as the client leaves");
+    let sender = wait_for(Duration::from_secs(30), || {
+        starts(dir.path()).first().copied()
+    })
+    .expect("the mailbox takes the call and starts its sender");
+
+    // The client leaves; then the sender may go on.
+    drop(wire.stdin.take());
+    thread::sleep(Duration::from_millis(500));
+    fs::write(dir.path().join("go"), "").unwrap();
+    let status = wire.server.wait().unwrap();
+    assert!(status.success(), "the server ends cleanly: {status}");
+
+    assert!(
+        comes(&receiver, "sent as the client leaves"),
+        "the send under way is finished"
+    );
+    assert_eq!(receiver.times_read("sent as the client leaves"), 1);
+    let log = fs::read_to_string(dir.path().join("log")).unwrap();
+    assert!(
+        log.contains(&format!("end {sender}")),
+        "its Claude Code ended by itself, its stdin closed: {log}"
+    );
+    assert_eq!(starts(dir.path()), [sender], "one sender: {log}");
     assert!(
         !Path::new(&format!("/proc/{sender}")).exists(),
         "and was reaped"
