@@ -273,6 +273,7 @@ impl Owner {
                                 *lock(&self.waker) = Some(opened.waker());
                                 mailbox = Some(opened);
                                 self.take(&mut mailbox, request);
+                                self.hear_ready(&mut mailbox);
                             }
                             Err(failure) => {
                                 let _ = request.reply.send(Err(failure));
@@ -289,6 +290,7 @@ impl Owner {
             match requests.try_recv() {
                 Ok(Input::Request(request)) => {
                     self.take(&mut mailbox, request);
+                    self.hear_ready(&mut mailbox);
                     continue;
                 }
                 Ok(Input::Stop) => continue,
@@ -308,15 +310,7 @@ impl Owner {
                 .min()
                 .unwrap_or(Duration::from_secs(3600));
             if let Some(event) = open.next_event(wait) {
-                if let Event::Receipt(receipt) = &event {
-                    self.receipt(receipt);
-                }
-                self.events.push(&event);
-                if matches!(event, Event::Closed { .. }) {
-                    self.pending.drain(..).for_each(Pending::answer);
-                    *lock(&self.waker) = None;
-                    mailbox = None;
-                }
+                self.hear(&event, &mut mailbox);
             }
         }
         self.pending.drain(..).for_each(Pending::answer);
@@ -329,6 +323,28 @@ impl Owner {
             for event in mailbox.close() {
                 self.events.push(&event);
             }
+        }
+    }
+
+    /// Takes in one event; at `Closed`, the mailbox is gone and the next call starts
+    /// another.
+    fn hear(&mut self, event: &Event, mailbox: &mut Option<Mailbox>) {
+        if let Event::Receipt(receipt) = event {
+            self.receipt(receipt);
+        }
+        self.events.push(event);
+        if matches!(event, Event::Closed { .. }) {
+            self.pending.drain(..).for_each(Pending::answer);
+            *lock(&self.waker) = None;
+            *mailbox = None;
+        }
+    }
+
+    /// Takes in what the mailbox has heard already, before the next call: a sender that
+    /// ended during the send just made must be replaced, not sent to.
+    fn hear_ready(&mut self, mailbox: &mut Option<Mailbox>) {
+        while let Some(event) = mailbox.as_mut().and_then(|m| m.next_event(Duration::ZERO)) {
+            self.hear(&event, mailbox);
         }
     }
 

@@ -112,11 +112,7 @@ fn serve(
                     let Some(event) = open.next_event(Duration::from_secs(3600)) else {
                         continue;
                     };
-                    if matches!(event, Event::Closed { .. }) {
-                        *lock(waker) = None;
-                        mailbox = None;
-                    }
-                    if !heard(Heard::Event(event)) {
+                    if !heard(hear(event, &mut mailbox, waker)) {
                         break;
                     }
                     continue;
@@ -148,17 +144,31 @@ fn serve(
         let Some(open) = mailbox.as_mut() else {
             continue;
         };
-        // A sender that ends in the send is heard as the mailbox's `Closed` next.
         let result = open
             .send(&session_id, &message, Idle::Ignore)
             .map(Box::new)
             .map_err(Failure::from);
         heard(Heard::Sent { session_id, result });
+        // What the mailbox heard already, before the next message: a sender that ended
+        // during this send is replaced, not sent to.
+        while let Some(event) = mailbox.as_mut().and_then(|m| m.next_event(Duration::ZERO)) {
+            heard(hear(event, &mut mailbox, waker));
+        }
     }
     *lock(waker) = None;
     if let Some(mailbox) = mailbox {
         let _ = mailbox.close();
     }
+}
+
+/// `event` for the screen; at `Closed` the mailbox is gone, and the next message starts
+/// another.
+fn hear(event: Event, mailbox: &mut Option<Mailbox>, waker: &Mutex<Option<Waker>>) -> Heard {
+    if matches!(event, Event::Closed { .. }) {
+        *lock(waker) = None;
+        *mailbox = None;
+    }
+    Heard::Event(event)
 }
 
 fn open(ctx: &Context, origin: &Origin) -> Result<Mailbox, Failure> {
