@@ -3,6 +3,7 @@
 //! replies through the pinned Claude Code.
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::time::Duration;
 
 use claude_peer_testkit::home::TempHome;
@@ -20,18 +21,24 @@ use tokio::sync::mpsc;
 use crate::mcp::Mcp;
 use crate::receiver::{Receiver, claude, wait_for};
 
+/// A server on `receiver`'s home sending with the pinned Claude Code, its private home
+/// in `cache`; sender and receiver share the default runtime directory (see
+/// `Receiver::send`).
+fn sending_server(receiver: &Receiver, cache: &Path) -> Mcp {
+    let args: [OsString; 2] = ["--claude".into(), claude().into()];
+    Mcp::start_with(receiver.home.path(), &args, |command| {
+        command
+            .env_remove("XDG_RUNTIME_DIR")
+            .env("XDG_CACHE_HOME", cache);
+    })
+}
+
 #[test]
 fn a_reply_to_send_message_comes_back_once_through_wait_for_messages() {
     let reply = "a reply for the MCP client";
     let receiver = Receiver::replying(reply);
     let cache = tempfile::tempdir().unwrap();
-    let args: [OsString; 2] = ["--claude".into(), claude().into()];
-    // Sender and receiver share the default runtime directory (see `Receiver::send`).
-    let mcp = Mcp::start_with(receiver.home.path(), &args, |command| {
-        command
-            .env_remove("XDG_RUNTIME_DIR")
-            .env("XDG_CACHE_HOME", cache.path());
-    });
+    let mcp = sending_server(&receiver, cache.path());
 
     let sent = mcp.ok(
         "send_message",
@@ -173,12 +180,7 @@ fn a_reply_is_announced_as_a_log_message_once_a_tool_was_called() {
 fn notify_when_idle_brings_the_receivers_idle_moment_to_wait_for_messages() {
     let receiver = Receiver::start(Some("accept"), &[]);
     let cache = tempfile::tempdir().unwrap();
-    let args: [OsString; 2] = ["--claude".into(), claude().into()];
-    let mcp = Mcp::start_with(receiver.home.path(), &args, |command| {
-        command
-            .env_remove("XDG_RUNTIME_DIR")
-            .env("XDG_CACHE_HOME", cache.path());
-    });
+    let mcp = sending_server(&receiver, cache.path());
 
     let sent = mcp.ok(
         "send_message",

@@ -38,7 +38,7 @@ pub(crate) struct Mail {
     jobs: Sender<Job>,
     /// The open mailbox's waker, to interrupt its wait for events; none while closed.
     waker: Arc<Mutex<Option<Waker>>>,
-    thread: Option<JoinHandle<()>>,
+    thread: JoinHandle<()>,
 }
 
 /// Who the messages are from, and the Claude Code that sends them.
@@ -49,7 +49,7 @@ pub(crate) struct Origin {
 }
 
 impl Mail {
-    pub(crate) fn start(ctx: Context, origin: Origin, to: Sender<Input>) -> Self {
+    pub(crate) fn start(ctx: Context, origin: Origin, to: Sender<Input>) -> Result<Self, Failure> {
         let (jobs, taken) = mpsc::channel();
         let waker = Arc::new(Mutex::new(None));
         let thread = {
@@ -57,13 +57,15 @@ impl Mail {
             thread::Builder::new()
                 .name("top-mail".to_owned())
                 .spawn(move || serve(&ctx, &origin, &taken, &to, &waker))
-                .ok()
+                .map_err(|err| {
+                    Failure::error("top_failed", format!("cannot start a thread: {err}"))
+                })?
         };
-        Self {
+        Ok(Self {
             jobs,
             waker,
             thread,
-        }
+        })
     }
 
     /// Queues `message` for `session_id`; its [`Heard::Sent`] comes when it is done.
@@ -77,12 +79,10 @@ impl Mail {
 
     /// Closes the sender cleanly (its record and socket removed) once the send under
     /// way is done. Blocking.
-    pub(crate) fn close(mut self) {
+    pub(crate) fn close(self) {
         let _ = self.jobs.send(Job::Stop);
         self.wake();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        let _ = self.thread.join();
     }
 
     fn wake(&self) {

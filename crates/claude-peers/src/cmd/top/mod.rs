@@ -16,7 +16,7 @@ use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use claude_peer_settings::Snapshot;
 use claude_peer_transcript::Summary;
@@ -63,8 +63,9 @@ pub(crate) struct App {
     pub(crate) settings: Result<Snapshot, String>,
     /// The last thing to tell the user, on the bottom line.
     pub(crate) status: String,
-    /// The end of the transcript of the session whose details are open.
-    pub(crate) transcript: Option<Summary>,
+    /// The end of the transcript of the session whose details are open: that session's
+    /// id, and its transcript's end when it has one.
+    pub(crate) transcript: Option<(String, Option<Summary>)>,
     pub(crate) color: bool,
     pub(crate) quit: Option<Exit>,
 }
@@ -118,22 +119,18 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
         claude: options.claude,
         from: options.from,
     };
-    let mail = Mail::start(ctx.clone(), origin, to_loop);
+    let mail = Mail::start(ctx.clone(), origin, to_loop)?;
 
     let mut screen = Screen::enter()?;
     screen.terminal.draw(|frame| view::draw(frame, &mut app))?;
     panic_after_first_draw();
+    let mut tick = next_second();
     let exit = loop {
-        let input = match inputs.recv_timeout(until_next_second()) {
-            Ok(input) => Some(input),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => break Exit::Success,
-        };
         let mut rings = 0;
-        match input {
-            Some(input) => rings += app.take(input, &mail),
-            // The clock: times move on, and the policy may have been changed elsewhere.
-            None => app.settings = read_settings(ctx),
+        match inputs.recv_timeout(tick.saturating_duration_since(Instant::now())) {
+            Ok(input) => rings += app.take(input, &mail),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break Exit::Success,
         }
         // A burst of input is drawn once.
         while let Ok(input) = inputs.try_recv() {
@@ -142,7 +139,14 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
         if let Some(exit) = app.quit {
             break exit;
         }
-        app.read_transcript();
+        // The clock, however busy the inputs: times move on, and the policy and the open
+        // transcript may have been changed elsewhere.
+        let ticked = Instant::now() >= tick;
+        if ticked {
+            app.settings = read_settings(ctx);
+            tick = next_second();
+        }
+        app.read_transcript(ticked);
         screen.terminal.draw(|frame| view::draw(frame, &mut app))?;
         if options.bell && rings > 0 {
             let mut out = io::stdout();
@@ -173,17 +177,20 @@ impl App {
         0
     }
 
-    /// Reads the end of the transcript of the session whose details are open: a bounded
-    /// read, at most once per redraw, and only while they are open.
-    fn read_transcript(&mut self) {
-        self.transcript = match &self.mode {
-            Mode::Details(session_id) => {
-                claude_peer_transcript::summary(&self.ctx.home, session_id)
-                    .ok()
-                    .flatten()
-            }
-            _ => None,
+    /// Reads the end of the transcript of the session whose details are open (a bounded
+    /// read): when they open, and `again` once a second while they stay open.
+    fn read_transcript(&mut self, again: bool) {
+        let Mode::Details(session_id) = &self.mode else {
+            self.transcript = None;
+            return;
         };
+        let read_for = self.transcript.as_ref().map(|(id, _)| id);
+        if again || read_for != Some(session_id) {
+            let summary = claude_peer_transcript::summary(&self.ctx.home, session_id)
+                .ok()
+                .flatten();
+            self.transcript = Some((session_id.clone(), summary));
+        }
     }
 
     fn heard(&mut self, heard: Heard) {
@@ -293,12 +300,12 @@ fn spawn(
         .map_err(|err| Failure::error("top_failed", format!("cannot start a thread: {err}")))
 }
 
-/// Until the wall clock's next whole second, when the times shown change.
-fn until_next_second() -> Duration {
+/// The wall clock's next whole second, when the times shown change.
+fn next_second() -> Instant {
     let into = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_millis());
-    Duration::from_millis(u64::from(1000 - into))
+    Instant::now() + Duration::from_millis(u64::from(1000 - into))
 }
 
 /// Test builds only: `CLAUDE_PEERS_TEST_PANIC=top` panics once the first screen is

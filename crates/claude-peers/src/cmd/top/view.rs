@@ -238,7 +238,11 @@ fn details(frame: &mut Frame<'_>, app: &App, session_id: &str, area: Rect) {
     match app.board.session(session_id) {
         Some(live) => {
             let session = Session::from(live.clone());
-            for (name, value) in session_fields(&session, app.transcript.as_ref(), now) {
+            for (name, value) in session_fields(
+                &session,
+                app.transcript.as_ref().and_then(|(_, t)| t.as_ref()),
+                now,
+            ) {
                 lines.push(Line::from(vec![
                     Span::styled(
                         format!("{name:<14}"),
