@@ -202,14 +202,16 @@ fn six_hundred_idle_connections_to_the_senders_model_do_not_stop_a_send() {
     let courier = Courier::os().with_managed_settings(work.path().join("none.json"));
     let home = ClaudeHome::new(receiver.home.path());
     let mut mailbox = Mailbox::with_courier(courier, home, &relay).unwrap();
-    // The sender's model endpoint, as the sender's environment names it; anyone on the
-    // machine can connect to it.
-    let environ = fs::read(format!("/proc/{}/environ", mailbox.pid())).unwrap();
-    let address = environ
-        .split(|&b| b == 0)
-        .find_map(|var| var.strip_prefix(b"ANTHROPIC_BASE_URL=http://"))
-        .map(|addr| String::from_utf8(addr.to_vec()).unwrap())
-        .expect("the sender's model address");
+    // The sender's model endpoint, as the sender's environment names it (once it has
+    // exec'd Claude Code: until then it has ours); anyone on the machine can connect to it.
+    let address = wait_for(Duration::from_secs(10), || {
+        let environ = fs::read(format!("/proc/{}/environ", mailbox.pid())).ok()?;
+        environ
+            .split(|&b| b == 0)
+            .find_map(|var| var.strip_prefix(b"ANTHROPIC_BASE_URL=http://"))
+            .map(|addr| String::from_utf8(addr.to_vec()).unwrap())
+    })
+    .expect("the sender's model address");
     let idle: Vec<TcpStream> = (0..600)
         .map(|_| TcpStream::connect(&address).unwrap())
         .collect();
