@@ -81,8 +81,9 @@ fn test() -> Result<(), String> {
 }
 
 /// ARCHITECTURE.md's layers, bottom-up: a crate may depend only on crates before it.
-const LAYERS: [&str; 9] = [
+const LAYERS: [&str; 10] = [
     "claude-peer-registry",
+    "claude-peer-endpoint",
     "claude-peer-probe",
     "claude-peer-transcript",
     "claude-peer-settings",

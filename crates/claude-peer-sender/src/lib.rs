@@ -1,8 +1,8 @@
 //! Send to live Claude Code sessions with Claude Code's own `SendMessage`.
 //!
 //! This project never writes Claude Code's messaging socket. [`ClaudeRelay`] runs the
-//! user's `claude` headless as the sender, its model a scripted [`endpoint`] of this
-//! project (no language model, no credentials, no request leaves the machine), guarded by
+//! user's `claude` headless as the sender, its model this project's scripted endpoint
+//! ([`claude_peer_endpoint`]: no language model, no credentials, no request leaves the machine), guarded by
 //! [`hook`]s that allow exactly the planned call; [`Mailbox`] keeps one such sender
 //! running for many sends, later receipts and replies. Whether a send may happen, and to
 //! whom, is decided by `claude-peer-deliver`'s [`Courier`](claude_peer_deliver::Courier),
@@ -25,7 +25,6 @@
 
 mod cancel;
 mod claude;
-pub mod endpoint;
 mod error;
 pub mod hook;
 mod mailbox;

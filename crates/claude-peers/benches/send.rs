@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use claude_peer_sender::endpoint::{Endpoint, Reply};
+use claude_peer_endpoint::{Endpoint, Reply};
 use claude_peer_testkit::process::shell_script;
 use serde_json::{Value, json};
 

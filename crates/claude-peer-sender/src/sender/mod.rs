@@ -29,9 +29,9 @@ use serde_json::{Value, json};
 pub use home::default_sender_home;
 
 use crate::Error;
-use crate::endpoint::Endpoint;
 use crate::hook::{Call as PlannedCall, Plan};
 use crate::stream::Line;
+use claude_peer_endpoint::Endpoint;
 use script::{Call, Jobs};
 
 /// The sender's default name, shown to the receiver: `claude-peers`.

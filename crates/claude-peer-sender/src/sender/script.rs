@@ -6,8 +6,8 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use crate::endpoint::Reply;
 use crate::hook::canary_blocked;
+use claude_peer_endpoint::Reply;
 
 /// One planned `SendMessage` call: its tool-use id and input.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::json;
 
 use super::SenderOptions;
-use crate::endpoint::Endpoint;
+use claude_peer_endpoint::Endpoint;
 
 pub(super) fn spawn(
     options: &SenderOptions,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use claude_peer_sender::endpoint::Reply;
+use claude_peer_endpoint::Reply;
 use claude_peer_testkit::lines::Lines;
 use serde_json::{Value, json};
 

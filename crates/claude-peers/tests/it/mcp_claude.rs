@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use claude_peer_sender::endpoint::{Endpoint, Reply};
+use claude_peer_endpoint::{Endpoint, Reply};
 use serde_json::{Value, json};
 
 use crate::receiver::{Receiver, claude, wait_for};

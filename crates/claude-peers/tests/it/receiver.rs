@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use claude_peer_sender::endpoint::{Endpoint, Reply, Script};
+use claude_peer_endpoint::{Endpoint, Reply, Script};
 use serde_json::{Value, json};
 
 /// The receivers' API key, approved in their `.claude.json` (which keeps the last 20

@@ -5,7 +5,7 @@
 use std::fs;
 use std::sync::Arc;
 
-use claude_peer_sender::endpoint::Reply;
+use claude_peer_endpoint::Reply;
 use serde_json::{Value, json};
 
 use crate::receiver::{REPLYING_ARGS, Receiver, last_user_message, prepare_home, replying_script};

@@ -186,7 +186,7 @@ fn run_from_the_test_itself_no_session_is_above_it() {
 /// session.
 #[test]
 fn the_mcp_whoami_of_an_interactive_session_answers_that_session() {
-    use claude_peer_sender::endpoint::Reply;
+    use claude_peer_endpoint::Reply;
     use std::sync::Arc;
 
     use crate::receiver::{Receiver, prepare_home};
@@ -254,7 +254,7 @@ fn the_mcp_whoami_outside_any_session_is_not_in_a_session() {
 /// Bash tool: the command, a grandchild of the session's process, answers that session.
 #[test]
 fn whoami_from_a_real_sessions_bash_tool_answers_that_session() {
-    use claude_peer_sender::endpoint::Reply;
+    use claude_peer_endpoint::Reply;
     use std::sync::Arc;
 
     use crate::receiver::{Receiver, prepare_home};

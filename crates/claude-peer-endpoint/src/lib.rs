@@ -22,6 +22,27 @@
 //!   those a new one gets a 503, which Claude Code retries.
 //! - When the process is out of descriptors, the acceptor pauses instead of spinning.
 
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use std::net::TcpStream;
+//! use std::sync::Arc;
+//!
+//! use claude_peer_endpoint::{Endpoint, Reply};
+//! use serde_json::Value;
+//!
+//! let endpoint = Endpoint::start("s3cret", Arc::new(|_: &Value| Reply::Text("Done.".to_owned())))?;
+//! let address = endpoint.base_url();
+//! let mut stream = TcpStream::connect(address.trim_start_matches("http://"))?;
+//! stream.write_all(b"POST /v1/messages HTTP/1.1\r\nx-api-key: wrong\r\ncontent-length: 2\r\n\r\n{}")?;
+//! let mut answer = String::new();
+//! stream.read_to_string(&mut answer)?;
+//! assert!(answer.starts_with("HTTP/1.1 401"), "a request without the secret is refused: {answer}");
+//! # Ok::<(), std::io::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
 mod guard;
 mod http;
 mod messages;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use claude_peer_sender::endpoint::{Endpoint, Reply};
+use claude_peer_endpoint::{Endpoint, Reply};
 use serde_json::{Value, json};
 
 fn endpoint() -> Endpoint {
