@@ -6,7 +6,7 @@ use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::{AddressableSession, Discovery, RefusalKind};
 use claude_peer_settings::{
-    EffectivePolicy, EffectiveValue, LayerState, MANAGED_SETTINGS_PATH, effective_policy,
+    EffectivePolicy, EffectiveValue, MANAGED_SETTINGS_PATH, effective_policy,
 };
 
 use crate::{Error, Relay, Target};
@@ -184,38 +184,20 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
         };
         let policy = effective_policy(&home.user_settings(), &self.managed_settings, cwd);
         if policy.value == EffectiveValue::Refuse {
-            let decided = policy
-                .layers
-                .iter()
-                .find(|layer| Some(layer.layer) == policy.decided_by);
-            let by = decided.map_or_else(String::new, |layer| {
-                format!(
-                    " in its {} settings `{}`",
-                    layer.layer.as_str(),
-                    layer.path.display()
-                )
-            });
             return Err(Error::refused(
                 RefusalKind::InboundRefused,
                 format!(
-                    "session {id} refuses messages from other sessions: crossSessionInbound is `refuse`{by}; nothing was relayed"
+                    "session {id} refuses messages from other sessions: crossSessionInbound is `refuse` in {}; nothing was relayed",
+                    policy.decider()
                 ),
             ));
         }
         if !policy.complete {
-            let unreadable: Vec<String> = policy
-                .layers
-                .iter()
-                .filter_map(|layer| match &layer.state {
-                    LayerState::Error { message, .. } => Some(message.clone()),
-                    _ => None,
-                })
-                .collect();
             return Err(Error::refused(
                 RefusalKind::InboundRefused,
                 format!(
                     "the inbound policy of session {id} cannot be told, so it might refuse the message: {}; nothing was relayed",
-                    unreadable.join("; ")
+                    policy.unreadable().join("; ")
                 ),
             ));
         }
