@@ -84,7 +84,8 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
         }
     }
 
-    /// Reads managed settings at `path` instead (tests point it into a temporary directory).
+    /// Reads managed settings at `path` (and the `managed-settings.d` drop-ins beside it)
+    /// instead (tests point it into a temporary directory).
     #[must_use]
     pub fn with_managed_settings(mut self, path: impl Into<PathBuf>) -> Self {
         self.managed_settings = path.into();
@@ -119,7 +120,8 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
     ///    [`MAX_MESSAGE_BYTES`];
     /// 2. the session is resolved afresh: refusals `not_live`, `identity_mismatch`
     ///    (another live session holds its id or name), `not_addressable`;
-    /// 3. its inbound policy is read from managed, user and its project's settings:
+    /// 3. its inbound policy is read from managed (the file and its drop-ins), user and
+    ///    its project's settings:
     ///    `refuse` is refused as `inbound_refused`, and so is a policy that cannot be
     ///    told (a settings layer that cannot be read or parsed, or a record without an
     ///    absolute cwd), because a message sent then might be dropped while reported
