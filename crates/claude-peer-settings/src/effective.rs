@@ -196,16 +196,20 @@ impl EffectivePolicy {
     /// why `complete` is false.
     #[must_use]
     pub fn unreadable(&self) -> Vec<&str> {
-        let states = self.layers.iter().flat_map(|layer| {
-            std::iter::once(&layer.state).chain(layer.documents.iter().map(|d| &d.state))
-        });
-        states
+        states(&self.layers)
             .filter_map(|state| match state {
                 LayerState::Error { message, .. } => Some(message.as_str()),
                 _ => None,
             })
             .collect()
     }
+}
+
+/// Every state in `layers`: each layer's, and each managed document's.
+fn states(layers: &[LayerReport]) -> impl Iterator<Item = &LayerState> {
+    layers.iter().flat_map(|layer| {
+        std::iter::once(&layer.state).chain(layer.documents.iter().map(|d| &d.state))
+    })
 }
 
 fn error_state(e: &Error) -> LayerState {
@@ -323,13 +327,12 @@ pub fn effective_policy(
             decided_by = Some(report.layer);
         }
     }
-    let mut policy = EffectivePolicy {
+    let complete = !states(&layers).any(|state| matches!(state, LayerState::Error { .. }));
+    EffectivePolicy {
         value,
         decided_by,
+        complete,
         layers,
-        complete: true,
         note: SETTINGS_FLAG_NOTE,
-    };
-    policy.complete = policy.unreadable().is_empty();
-    policy
+    }
 }
