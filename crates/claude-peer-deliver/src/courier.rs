@@ -6,7 +6,7 @@ use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::{AddressableSession, Discovery, RefusalKind};
 use claude_peer_settings::{
-    EffectivePolicy, EffectiveValue, LayerState, MANAGED_SETTINGS_PATH, effective_policy,
+    EffectivePolicy, EffectiveValue, MANAGED_SETTINGS_PATH, effective_policy,
 };
 
 use crate::{Error, Relay, Target};
@@ -84,7 +84,8 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
         }
     }
 
-    /// Reads managed settings at `path` instead (tests point it into a temporary directory).
+    /// Reads managed settings at `path` (and the `managed-settings.d` drop-ins beside it)
+    /// instead (tests point it into a temporary directory).
     #[must_use]
     pub fn with_managed_settings(mut self, path: impl Into<PathBuf>) -> Self {
         self.managed_settings = path.into();
@@ -119,7 +120,8 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
     ///    [`MAX_MESSAGE_BYTES`];
     /// 2. the session is resolved afresh: refusals `not_live`, `identity_mismatch`
     ///    (another live session holds its id or name), `not_addressable`;
-    /// 3. its inbound policy is read from managed, user and its project's settings:
+    /// 3. its inbound policy is read from managed (the file and its drop-ins), user and
+    ///    its project's settings:
     ///    `refuse` is refused as `inbound_refused`, and so is a policy that cannot be
     ///    told (a settings layer that cannot be read or parsed, or a record without an
     ///    absolute cwd), because a message sent then might be dropped while reported
@@ -184,38 +186,20 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
         };
         let policy = effective_policy(&home.user_settings(), &self.managed_settings, cwd);
         if policy.value == EffectiveValue::Refuse {
-            let decided = policy
-                .layers
-                .iter()
-                .find(|layer| Some(layer.layer) == policy.decided_by);
-            let by = decided.map_or_else(String::new, |layer| {
-                format!(
-                    " in its {} settings `{}`",
-                    layer.layer.as_str(),
-                    layer.path.display()
-                )
-            });
             return Err(Error::refused(
                 RefusalKind::InboundRefused,
                 format!(
-                    "session {id} refuses messages from other sessions: crossSessionInbound is `refuse`{by}; nothing was relayed"
+                    "session {id} refuses messages from other sessions: crossSessionInbound is `refuse` in {}; nothing was relayed",
+                    policy.decider()
                 ),
             ));
         }
         if !policy.complete {
-            let unreadable: Vec<String> = policy
-                .layers
-                .iter()
-                .filter_map(|layer| match &layer.state {
-                    LayerState::Error { message, .. } => Some(message.clone()),
-                    _ => None,
-                })
-                .collect();
             return Err(Error::refused(
                 RefusalKind::InboundRefused,
                 format!(
                     "the inbound policy of session {id} cannot be told, so it might refuse the message: {}; nothing was relayed",
-                    unreadable.join("; ")
+                    policy.unreadable().join("; ")
                 ),
             ));
         }

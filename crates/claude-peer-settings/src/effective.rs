@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::Error;
+use crate::managed::{ManagedInbound, ManagedSettings};
 use crate::policy::InboundPolicy;
 use crate::store::{inbound_of, read_bytes};
 
@@ -17,7 +18,8 @@ pub(crate) const SETTINGS_FLAG_NOTE: &str = "a --settings flag on the running Cl
 /// A settings layer, in Claude Code's order of precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layer {
-    /// `/etc/claude-code/managed-settings.json`.
+    /// `/etc/claude-code/managed-settings.json` and the drop-ins of
+    /// `/etc/claude-code/managed-settings.d/`.
     Managed,
     /// `<claude home>/settings.json`.
     User,
@@ -127,7 +129,22 @@ pub enum LayerState {
 pub struct LayerReport {
     /// Which layer.
     pub layer: Layer,
-    /// Its file.
+    /// Its file; for the managed layer, the document that decided what it holds (a
+    /// drop-in when one did), else the managed settings file.
+    pub path: PathBuf,
+    /// What it held.
+    #[serde(flatten)]
+    pub state: LayerState,
+    /// The managed layer's documents (the file, then its drop-ins), each with what it
+    /// held; empty for the other layers, whose one document is `path`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<DocumentReport>,
+}
+
+/// One managed settings document that was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DocumentReport {
+    /// The document.
     pub path: PathBuf,
     /// What it held.
     #[serde(flatten)]
@@ -143,10 +160,63 @@ pub struct EffectivePolicy {
     pub decided_by: Option<Layer>,
     /// Every layer read, in precedence order.
     pub layers: Vec<LayerReport>,
-    /// False when a layer could not be read or parsed, so the value may be wrong.
+    /// False when a layer (or a managed document) could not be read or parsed, so the
+    /// value may be wrong.
     pub complete: bool,
     /// What files cannot show: that a `--settings` flag on the process may set it too.
     pub note: &'static str,
+}
+
+impl EffectivePolicy {
+    /// The report of the layer that decided; its `path` is the document that did.
+    #[must_use]
+    pub fn deciding_layer(&self) -> Option<&LayerReport> {
+        self.layers
+            .iter()
+            .find(|layer| Some(layer.layer) == self.decided_by)
+    }
+
+    /// What decided, in words every report uses: ``its managed settings `<document>` ``,
+    /// or `no layer sets it (Claude Code's default)`.
+    #[must_use]
+    pub fn decider(&self) -> String {
+        self.deciding_layer().map_or_else(
+            || "no layer sets it (Claude Code's default)".to_owned(),
+            |layer| {
+                format!(
+                    "its {} settings `{}`",
+                    layer.layer.as_str(),
+                    layer.path.display()
+                )
+            },
+        )
+    }
+
+    /// The message of every layer or managed document that could not be read or parsed:
+    /// why `complete` is false.
+    #[must_use]
+    pub fn unreadable(&self) -> Vec<&str> {
+        states(&self.layers)
+            .filter_map(|state| match state {
+                LayerState::Error { message, .. } => Some(message.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Every state in `layers`: each layer's, and each managed document's.
+fn states(layers: &[LayerReport]) -> impl Iterator<Item = &LayerState> {
+    layers.iter().flat_map(|layer| {
+        std::iter::once(&layer.state).chain(layer.documents.iter().map(|d| &d.state))
+    })
+}
+
+fn error_state(e: &Error) -> LayerState {
+    LayerState::Error {
+        kind: e.as_str(),
+        message: e.to_string(),
+    }
 }
 
 fn read_layer(layer: Layer, path: &Path) -> LayerReport {
@@ -157,26 +227,62 @@ fn read_layer(layer: Layer, path: &Path) -> LayerReport {
             Ok(Some(value)) => LayerState::Set { value },
             Err(Error::InvalidValue { value, .. }) => LayerState::Invalid {
                 raw: value,
-                counts_as: if layer == Layer::Managed {
-                    InboundPolicy::Refuse
-                } else {
-                    InboundPolicy::Hold
-                },
+                counts_as: InboundPolicy::Hold,
             },
-            Err(e) => LayerState::Error {
-                kind: e.as_str(),
-                message: e.to_string(),
-            },
+            Err(e) => error_state(&e),
         },
-        Err(e) => LayerState::Error {
-            kind: e.as_str(),
-            message: e.to_string(),
-        },
+        Err(e) => error_state(&e),
     };
     LayerReport {
         layer,
         path: path.to_owned(),
         state,
+        documents: Vec::new(),
+    }
+}
+
+fn inbound_state(inbound: Option<&ManagedInbound>) -> LayerState {
+    match inbound {
+        None => LayerState::Unset,
+        Some(ManagedInbound::Valid(value)) => LayerState::Set { value: *value },
+        Some(invalid @ ManagedInbound::Invalid(raw)) => LayerState::Invalid {
+            raw: raw.clone(),
+            counts_as: invalid.counts_as(),
+        },
+    }
+}
+
+/// The managed layer: what the last document that sets the key holds, at its path; else
+/// the first error, else unset (or missing when there is no document at all).
+fn managed_layer(managed: &ManagedSettings) -> LayerReport {
+    let documents: Vec<DocumentReport> = managed
+        .documents
+        .iter()
+        .map(|document| DocumentReport {
+            path: document.path.clone(),
+            state: match &document.read {
+                Ok(held) => inbound_state(held.inbound.as_ref()),
+                Err(e) => error_state(e),
+            },
+        })
+        .collect();
+    let (path, state) = if let Some((path, inbound)) = managed.inbound() {
+        (path.to_owned(), inbound_state(Some(inbound)))
+    } else if let Some(error) = documents
+        .iter()
+        .find(|d| matches!(d.state, LayerState::Error { .. }))
+    {
+        (error.path.clone(), error.state.clone())
+    } else if documents.is_empty() {
+        (managed.file.clone(), LayerState::Missing)
+    } else {
+        (managed.file.clone(), LayerState::Unset)
+    };
+    LayerReport {
+        layer: Layer::Managed,
+        path,
+        state,
+        documents,
     }
 }
 
@@ -185,8 +291,10 @@ fn read_layer(layer: Layer, path: &Path) -> LayerReport {
 ///
 /// The first of managed and user settings that sets the key decides; the project's
 /// `.claude/settings.json` and `.claude/settings.local.json` can then only make it stricter.
-/// An invalid value counts as `refuse` in managed settings and `hold` elsewhere. A layer that
-/// cannot be read or parsed is reported and left out (`complete` is then false).
+/// Managed settings are the file and its `managed-settings.d` drop-ins ([`ManagedSettings`]).
+/// An invalid value counts as `refuse` in managed settings and `hold` elsewhere. A layer (or
+/// managed document) that cannot be read or parsed is reported and left out (`complete` is
+/// then false).
 #[must_use]
 pub fn effective_policy(
     user_settings: &Path,
@@ -195,7 +303,7 @@ pub fn effective_policy(
 ) -> EffectivePolicy {
     let claude = cwd.join(".claude");
     let layers = vec![
-        read_layer(Layer::Managed, managed_settings),
+        managed_layer(&ManagedSettings::read(managed_settings)),
         read_layer(Layer::User, user_settings),
         read_layer(Layer::Project, &claude.join("settings.json")),
         read_layer(Layer::ProjectLocal, &claude.join("settings.local.json")),
@@ -219,12 +327,11 @@ pub fn effective_policy(
             decided_by = Some(report.layer);
         }
     }
+    let complete = !states(&layers).any(|state| matches!(state, LayerState::Error { .. }));
     EffectivePolicy {
         value,
         decided_by,
-        complete: !layers
-            .iter()
-            .any(|l| matches!(l.state, LayerState::Error { .. })),
+        complete,
         layers,
         note: SETTINGS_FLAG_NOTE,
     }

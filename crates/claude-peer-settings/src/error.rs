@@ -103,6 +103,15 @@ pub enum Error {
         /// The OS error.
         source: io::Error,
     },
+    /// A `managed-settings.d` folder holds more drop-in documents than are read; none of
+    /// them was read.
+    #[error("refusing `{dir}`: it holds more than {limit} drop-in documents (*.json)")]
+    TooManyDropIns {
+        /// The drop-in folder.
+        dir: PathBuf,
+        /// The most drop-ins read.
+        limit: usize,
+    },
     /// A policy name other than `accept`, `hold` or `refuse`.
     #[error("unknown inbound policy `{value}`, expected accept, hold or refuse")]
     UnknownPolicy {
@@ -132,6 +141,7 @@ impl Error {
             Error::Conflict { .. } => "conflict",
             Error::Write { .. } => "write_failed",
             Error::NotDurable { .. } => "not_durable",
+            Error::TooManyDropIns { .. } => "too_many_drop_ins",
             Error::UnknownPolicy { .. } => "unknown_policy",
             Error::InvalidRevision { .. } => "invalid_revision",
         }

@@ -90,6 +90,13 @@
 //! [`effective_policy`] reads managed, user and the session's project settings and applies
 //! Claude Code's precedence, reporting every layer and the note that a `--settings` flag on
 //! the running process cannot be seen from files.
+//!
+//! # Managed settings
+//!
+//! [`ManagedSettings::read`] is the one reader of the machine's managed settings: the file
+//! and the `managed-settings.d/*.json` drop-ins beside it, in name order, a later document
+//! winning per top-level key. It answers the managed `crossSessionInbound` (the policy's top
+//! layer) and the hook switches that keep a sender's guard hooks from running.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -97,6 +104,7 @@ mod edit;
 mod effective;
 mod error;
 mod fs;
+mod managed;
 mod policy;
 mod revision;
 mod store;
@@ -104,10 +112,14 @@ mod store;
 mod tests;
 
 pub use effective::{
-    EffectivePolicy, EffectiveValue, Layer, LayerReport, LayerState, MANAGED_SETTINGS_PATH,
-    effective_policy,
+    DocumentReport, EffectivePolicy, EffectiveValue, Layer, LayerReport, LayerState,
+    MANAGED_SETTINGS_PATH, effective_policy,
 };
 pub use error::Error;
+pub use managed::{
+    Document, HOOK_SWITCHES, Held, HooksOff, MAX_DROP_INS, ManagedInbound, ManagedSettings,
+    managed_mcp,
+};
 pub use policy::InboundPolicy;
 pub use revision::Revision;
 pub use store::{SettingsStore, Snapshot};

@@ -96,7 +96,16 @@ fn doc_error(path: &Path, e: DocError) -> Error {
 
 /// The user's `crossSessionInbound` in `bytes`, validated.
 pub(crate) fn inbound_of(path: &Path, bytes: &[u8]) -> Result<Option<InboundPolicy>, Error> {
-    let doc = edit::parse(bytes).map_err(|e| doc_error(path, e))?;
+    inbound_in(path, &parse_doc(path, bytes)?)
+}
+
+/// The document in `bytes`, read from `path`: an object, or empty text (read as `{}`).
+pub(crate) fn parse_doc<'a>(path: &Path, bytes: &'a [u8]) -> Result<Doc<'a>, Error> {
+    edit::parse(bytes).map_err(|e| doc_error(path, e))
+}
+
+/// The `crossSessionInbound` of `doc`, read from `path`, validated.
+pub(crate) fn inbound_in(path: &Path, doc: &Doc<'_>) -> Result<Option<InboundPolicy>, Error> {
     let Some(raw) = doc.get(INBOUND_KEY) else {
         return Ok(None);
     };

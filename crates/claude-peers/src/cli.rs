@@ -94,7 +94,7 @@ pub(crate) enum Command {
         /// Seconds one send may take before the sender is killed
         #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = seconds)]
         timeout: Duration,
-        /// Managed settings file
+        /// Managed settings file (the managed-settings.d/*.json drop-ins beside it are read too)
         #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
         managed_settings: PathBuf,
     },
@@ -121,7 +121,7 @@ pub(crate) enum Command {
         /// The Claude Code that sends them [default: claude on PATH]
         #[arg(long, value_name = "PATH")]
         claude: Option<PathBuf>,
-        /// Managed settings file
+        /// Managed settings file (the managed-settings.d/*.json drop-ins beside it are read too)
         #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
         managed_settings: PathBuf,
     },
@@ -136,7 +136,7 @@ pub(crate) enum Command {
         /// The Claude Code that send_message sends with [default: claude on PATH]
         #[arg(long, value_name = "PATH")]
         claude: Option<PathBuf>,
-        /// Managed settings file
+        /// Managed settings file (the managed-settings.d/*.json drop-ins beside it are read too)
         #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
         managed_settings: PathBuf,
     },
@@ -156,7 +156,7 @@ pub(crate) enum Command {
         /// else ~/.claude/local/claude]
         #[arg(long, value_name = "PATH")]
         claude: Option<PathBuf>,
-        /// Managed settings file
+        /// Managed settings file (the managed-settings.d/*.json drop-ins beside it are read too)
         #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
         managed_settings: PathBuf,
     },
@@ -190,7 +190,7 @@ pub(crate) enum SettingsAction {
         /// The session's working directory [default: the current directory]
         #[arg(long, value_name = "DIR")]
         cwd: Option<PathBuf>,
-        /// Managed settings file
+        /// Managed settings file (the managed-settings.d/*.json drop-ins beside it are read too)
         #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
         managed_settings: PathBuf,
     },
@@ -267,7 +267,7 @@ pub(crate) struct SendArgs {
     /// returns at queued
     #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = seconds_or_zero)]
     pub(crate) read_wait: Duration,
-    /// Managed settings file
+    /// Managed settings file (the managed-settings.d/*.json drop-ins beside it are read too)
     #[arg(long, value_name = "FILE", default_value = MANAGED_SETTINGS_PATH)]
     pub(crate) managed_settings: PathBuf,
     /// A relay program and its arguments, passed as given (no shell)

@@ -24,6 +24,7 @@ use claude_peer_deliver::STDERR_TAIL_BYTES;
 use claude_peer_deliver::Target;
 use claude_peer_deliver::child::{ChildGroup, Ended};
 use claude_peer_probe::stream::{self, Tail};
+use claude_peer_settings::ManagedSettings;
 use serde_json::{Value, json};
 
 pub use home::default_sender_home;
@@ -68,8 +69,8 @@ impl SenderOptions {
     /// its hooks from running.
     pub(crate) fn check(&self) -> Result<(), Error> {
         crate::check_sender_name(&self.from)?;
-        match crate::managed_hooks(&self.managed_settings)
-            .off
+        match ManagedSettings::read(&self.managed_settings)
+            .hooks_off()
             .into_iter()
             .next()
         {

@@ -40,7 +40,7 @@ pub(super) fn spawn(
         .process_group(0);
     // No MCP server of the user's or a project's starts; an administrator's enterprise
     // configuration, which Claude Code will not let a program leave out, is alone then.
-    if crate::managed_mcp(&options.managed_settings).is_none() {
+    if claude_peer_settings::managed_mcp(&options.managed_settings).is_none() {
         command.arg("--strict-mcp-config");
     }
     for (key, _) in std::env::vars_os() {

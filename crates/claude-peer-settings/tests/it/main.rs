@@ -8,3 +8,4 @@
 mod common;
 mod corpus;
 mod effective;
+mod managed;

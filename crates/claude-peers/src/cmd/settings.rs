@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 use std::io;
+use std::path::Path;
 
 use claude_peer_settings::{InboundPolicy, LayerState, Snapshot};
 
@@ -77,31 +78,32 @@ fn print_snapshot(snapshot: &Snapshot, out: &Output) -> io::Result<()> {
 }
 
 fn human_effective(report: &claude_peer_settings::EffectivePolicy) -> String {
-    let decided = report
-        .decided_by
-        .map_or("no layer sets it", claude_peer_settings::Layer::as_str);
     let mut text = format!(
-        "effective crossSessionInbound: {} (decided by: {decided})\n",
-        report.value.as_str()
+        "effective crossSessionInbound: {} (decided by {})\n",
+        report.value.as_str(),
+        report.decider()
     );
+    // The managed layer shows each of its documents (the file, then its drop-ins).
     let rows: Vec<Vec<String>> = report
         .layers
         .iter()
-        .map(|layer| {
-            let held = match &layer.state {
-                LayerState::Missing => "missing".to_owned(),
-                LayerState::Unset => "unset".to_owned(),
-                LayerState::Set { value } => value.as_str().to_owned(),
-                LayerState::Invalid { raw, counts_as } => {
-                    format!("invalid {raw} (counts as {})", counts_as.as_str())
-                }
-                LayerState::Error { message, .. } => message.clone(),
+        .flat_map(|layer| {
+            let documents: Vec<(&Path, &LayerState)> = if layer.documents.is_empty() {
+                vec![(&layer.path, &layer.state)]
+            } else {
+                layer
+                    .documents
+                    .iter()
+                    .map(|d| (d.path.as_path(), &d.state))
+                    .collect()
             };
-            vec![
-                layer.layer.as_str().to_owned(),
-                held,
-                layer.path.display().to_string(),
-            ]
+            documents.into_iter().map(|(path, state)| {
+                vec![
+                    layer.layer.as_str().to_owned(),
+                    held(state),
+                    path.display().to_string(),
+                ]
+            })
         })
         .collect();
     text.push_str(&table(
@@ -118,4 +120,16 @@ fn human_effective(report: &claude_peer_settings::EffectivePolicy) -> String {
     }
     let _ = writeln!(text, "note: {}", report.note);
     text
+}
+
+fn held(state: &LayerState) -> String {
+    match state {
+        LayerState::Missing => "missing".to_owned(),
+        LayerState::Unset => "unset".to_owned(),
+        LayerState::Set { value } => value.as_str().to_owned(),
+        LayerState::Invalid { raw, counts_as } => {
+            format!("invalid {raw} (counts as {})", counts_as.as_str())
+        }
+        LayerState::Error { message, .. } => message.clone(),
+    }
 }

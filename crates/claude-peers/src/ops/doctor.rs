@@ -313,10 +313,10 @@ fn runtime_dir_check(probed: &Probed, live: &Live) -> Check {
 }
 
 fn hooks_check(managed: &Path) -> Check {
-    let found = claude_peer_sender::managed_hooks(managed);
-    if !found.off.is_empty() {
-        let off: Vec<String> = found
-            .off
+    let found = claude_peer_settings::ManagedSettings::read(managed);
+    let off = found.hooks_off();
+    if !off.is_empty() {
+        let off: Vec<String> = off
             .iter()
             .map(|off| format!("`{}` sets {}", off.path.display(), off.setting))
             .collect();
@@ -329,17 +329,22 @@ fn hooks_check(managed: &Path) -> Check {
             "ask whoever manages this machine to drop that setting",
         );
     }
-    if !found.unreadable.is_empty() {
+    let unreadable: Vec<String> = found.unreadable().map(ToString::to_string).collect();
+    if !unreadable.is_empty() {
         return Check::fail(
             "hooks",
             format!(
                 "what managed settings switch off cannot be told: {}",
-                found.unreadable.join("; ")
+                unreadable.join("; ")
             ),
             "make the managed settings readable JSON; until then every send proves its guard runs before sending",
         );
     }
-    if found.read.is_empty() {
+    let read: Vec<String> = found
+        .read_documents()
+        .map(|path| format!("`{}`", path.display()))
+        .collect();
+    if read.is_empty() {
         Check::pass(
             "hooks",
             format!("no managed settings at `{}`", managed.display()),
@@ -347,10 +352,7 @@ fn hooks_check(managed: &Path) -> Check {
     } else {
         Check::pass(
             "hooks",
-            format!(
-                "the managed settings `{}` leave hooks on",
-                managed.display()
-            ),
+            format!("the managed settings {} leave hooks on", read.join(", ")),
         )
     }
 }
@@ -395,20 +397,6 @@ fn inbound_check(ctx: &Context, target: &AddressableSession) -> Check {
             "set its crossSessionInbound to accept (or hold) in the file named, or make that file readable; for the user's own settings: claude-peers settings set accept",
         ),
         Ok((inbound, policy)) => {
-            let decided = policy
-                .layers
-                .iter()
-                .find(|layer| Some(layer.layer) == policy.decided_by)
-                .map_or_else(
-                    || "no layer sets it".to_owned(),
-                    |layer| {
-                        format!(
-                            "its {} settings `{}`",
-                            layer.layer.as_str(),
-                            layer.path.display()
-                        )
-                    },
-                );
             let what = match inbound {
                 Inbound::Automatic => "messages are read at once",
                 Inbound::MayHold => "a message may wait for its user's approval",
@@ -416,8 +404,9 @@ fn inbound_check(ctx: &Context, target: &AddressableSession) -> Check {
             Check::pass(
                 "inbound",
                 format!(
-                    "crossSessionInbound is `{}`, decided by {decided}: {what}",
-                    policy.value.as_str()
+                    "crossSessionInbound is `{}`, decided by {}: {what}",
+                    policy.value.as_str(),
+                    policy.decider()
                 ),
             )
         }

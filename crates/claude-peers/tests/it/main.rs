@@ -10,6 +10,7 @@ mod guard;
 mod list;
 mod mailbox;
 mod mailbox_broadcast;
+mod managed;
 mod mcp;
 mod mcp_broadcast;
 mod mcp_claude;
