@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod cancel;
+mod channel;
 mod claude;
 pub mod endpoint;
 mod error;
