@@ -96,10 +96,9 @@ impl<'a> Module<'a> {
     fn parse(source: &'a Source) -> Self {
         let relative = source.relative.trim_end_matches(".rs");
         let mut path: Vec<String> = relative.split('/').map(str::to_owned).collect();
-        if matches!(
-            path.last().map(String::as_str),
-            Some("mod" | "lib" | "main")
-        ) {
+        // `a/mod.rs` is module `a`; `lib.rs` and `main.rs` are the root only at the top.
+        let root = matches!(path.as_slice(), [only] if only == "lib" || only == "main");
+        if root || path.last().is_some_and(|last| last == "mod") {
             path.pop();
         }
         let code = &source.code;
@@ -219,10 +218,7 @@ fn use_tree(tree: &str, prefix: &mut Vec<String>, leaves: &mut Vec<(Vec<String>,
     let Some(last) = full.last().cloned() else {
         return;
     };
-    let binds = alias.unwrap_or(last);
-    if binds != "_" || full.len() > 1 {
-        leaves.push((full, binds));
-    }
+    leaves.push((full, alias.unwrap_or(last)));
 }
 
 /// The `::`-separated names of `path`, `*` included.
