@@ -8,11 +8,17 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod tidy;
+
+use tidy::tidy;
+
 const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  tidy    the layer rules of ARCHITECTURE.md (over `cargo metadata`); no source file above 600 lines
+  tidy    the layer rules of ARCHITECTURE.md (over `cargo metadata`); in every crate's src/, tests excepted:
+          no file above 600 lines, no file-level import circle, no function above 100 lines,
+          no Result<_, String> outside the command crate; prints everything it finds
   test    tidy, cargo fmt --check, clippy -D warnings, all tests (nextest when installed), doc tests, rustdoc -D warnings;
           first installs the pinned Claude Code builds the end-to-end tests run (npm, cached per user)
   deny    cargo deny check (installs cargo-deny when missing); advisories only when its database is present
@@ -78,129 +84,6 @@ fn test() -> Result<(), String> {
     run(Command::new(cargo_bin())
         .env("RUSTDOCFLAGS", "-D warnings")
         .args(["doc", "--workspace", "--no-deps"]))
-}
-
-/// ARCHITECTURE.md's layers, bottom-up: a crate may depend only on crates before it.
-const LAYERS: [&str; 10] = [
-    "claude-peer-registry",
-    "claude-peer-endpoint",
-    "claude-peer-probe",
-    "claude-peer-transcript",
-    "claude-peer-settings",
-    "claude-peer-resolve",
-    "claude-peer-watch",
-    "claude-peer-deliver",
-    "claude-peer-sender",
-    "claude-peers",
-];
-/// Fakes for tests: a dev-dependency only.
-const TESTKIT: &str = "claude-peer-testkit";
-/// The pure model and the only crates it may use: nothing that reaches the OS.
-const PURE: (&str, [&str; 3]) = ("claude-peer-registry", ["serde", "serde_json", "thiserror"]);
-
-fn tidy() -> Result<(), String> {
-    eprintln!("xtask: tidy (the layer rules of ARCHITECTURE.md)");
-    let out = Command::new(cargo_bin())
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(workspace_root())
-        .output()
-        .map_err(|err| format!("cannot run cargo metadata: {err}"))?;
-    if !out.status.success() {
-        return Err(format!("`cargo metadata` failed ({})", out.status));
-    }
-    let metadata = serde_json::from_slice(&out.stdout)
-        .map_err(|err| format!("cargo metadata printed no JSON: {err}"))?;
-    let mut broken = layer_violations(&metadata);
-    broken.extend(long_sources(&workspace_root().join("crates")));
-    if broken.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the layer rules are broken:\n  {}",
-            broken.join("\n  ")
-        ))
-    }
-}
-
-/// The longest a library or command source file may grow: past it, a file holds several
-/// things and becomes a folder module.
-const MAX_SOURCE_LINES: usize = 600;
-
-/// Every source file under `crates/*/src` longer than [`MAX_SOURCE_LINES`], but for
-/// tests (`tests.rs`, or anything under a `tests/` folder).
-fn long_sources(crates: &Path) -> Vec<String> {
-    let mut long = Vec::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(crates)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| entry.path().join("src"))
-        .collect();
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            let is_test = path
-                .file_name()
-                .is_some_and(|n| n == "tests" || n == "tests.rs");
-            if is_test {
-                continue;
-            }
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let lines = std::fs::read_to_string(&path).map_or(0, |text| text.lines().count());
-                if lines > MAX_SOURCE_LINES {
-                    long.push(format!(
-                        "{} has {lines} lines, above {MAX_SOURCE_LINES}: split it into a folder module",
-                        path.display()
-                    ));
-                }
-            }
-        }
-    }
-    long.sort();
-    long
-}
-
-/// Every way the workspace in `metadata` breaks the layer rules.
-fn layer_violations(metadata: &serde_json::Value) -> Vec<String> {
-    let mut broken = Vec::new();
-    let packages = metadata["packages"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
-    for package in packages {
-        let name = package["name"].as_str().unwrap_or_default();
-        let layer = LAYERS.iter().position(|&l| l == name);
-        if layer.is_none() && name != TESTKIT && name != "xtask" {
-            broken.push(format!("{name} has no place in the layer table"));
-        }
-        let dependencies = package["dependencies"]
-            .as_array()
-            .map_or(&[][..], Vec::as_slice);
-        for dependency in dependencies {
-            let on = dependency["name"].as_str().unwrap_or_default();
-            if dependency["kind"].as_str() == Some("dev") {
-                continue;
-            }
-            if on == TESTKIT {
-                broken.push(format!(
-                    "{name} depends on {TESTKIT}, which is for tests only"
-                ));
-            }
-            let below = |l: usize| layer.is_some_and(|own| l < own);
-            let misplaced = LAYERS.iter().position(|&l| l == on).filter(|&l| !below(l));
-            if let Some(other) = misplaced.filter(|_| name != TESTKIT) {
-                broken.push(format!(
-                    "{name} depends on {}, which is not below it",
-                    LAYERS[other]
-                ));
-            }
-            if name == PURE.0 && !PURE.1.contains(&on) {
-                broken.push(format!("{name} is pure and may not depend on {on}"));
-            }
-        }
-    }
-    broken
 }
 
 fn deny() -> Result<(), String> {
@@ -353,63 +236,4 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn package(name: &str, dependencies: &[(&str, Option<&str>)]) -> serde_json::Value {
-        let dependencies: Vec<_> = dependencies
-            .iter()
-            .map(|(on, kind)| json!({"name": on, "kind": kind}))
-            .collect();
-        json!({"name": name, "dependencies": dependencies})
-    }
-
-    #[test]
-    fn the_workspace_keeps_its_layers() {
-        assert_eq!(tidy(), Ok(()));
-    }
-
-    #[test]
-    fn a_source_file_above_600_lines_fails_tidy_and_tests_do_not() {
-        let root = env::temp_dir().join(format!("xtask-long-sources-{}", std::process::id()));
-        let src = root.join("claude-peer-x").join("src");
-        let write = |path: &Path, lines: usize| {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, "// a line\n".repeat(lines)).unwrap();
-        };
-        write(&src.join("long.rs"), 601);
-        write(&src.join("deep/long.rs"), 700);
-        write(&src.join("fits.rs"), 600);
-        write(&src.join("tests/long.rs"), 900);
-        write(&src.join("part/tests.rs"), 900);
-        let long = long_sources(&root);
-        std::fs::remove_dir_all(&root).unwrap();
-        assert_eq!(long.len(), 2, "{long:?}");
-        assert!(long[0].contains("deep/long.rs has 700 lines"), "{long:?}");
-        assert!(long[1].contains("src/long.rs has 601 lines"), "{long:?}");
-    }
-
-    #[test]
-    fn a_broken_dependency_fails_tidy() {
-        let metadata = json!({"packages": [
-            package("claude-peer-registry", &[("rustix", None), ("insta", Some("dev"))]),
-            package("claude-peer-probe", &[("claude-peer-resolve", None), ("claude-peer-registry", None)]),
-            package("claude-peer-resolve", &[("claude-peer-testkit", None), ("claude-peer-testkit", Some("dev"))]),
-            package("claude-peer-new", &[]),
-            package("claude-peer-testkit", &[("claude-peer-probe", None)]),
-        ]});
-        assert_eq!(
-            layer_violations(&metadata),
-            [
-                "claude-peer-registry is pure and may not depend on rustix",
-                "claude-peer-probe depends on claude-peer-resolve, which is not below it",
-                "claude-peer-resolve depends on claude-peer-testkit, which is for tests only",
-                "claude-peer-new has no place in the layer table",
-            ]
-        );
-    }
 }

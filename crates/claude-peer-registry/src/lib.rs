@@ -32,5 +32,10 @@ pub use liveness::{
 };
 pub use name::{EntryName, classify_entry_name};
 pub use pid::Pid;
-pub use record::{Activity, FormerName, Kind, MAX_RECORD_BYTES, NameSource, Record, VendorStatus};
+pub use record::{Activity, FormerName, Kind, NameSource, Record, VendorStatus};
 pub use rejection::Rejection;
+
+/// The most bytes a record may have; larger files are rejected unread, as Claude Code does.
+///
+/// Here, below both the record parse that applies it and the [`Rejection`] that names it.
+pub const MAX_RECORD_BYTES: usize = 262_144;

@@ -1,4 +1,5 @@
 use std::fmt;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -24,7 +25,8 @@ pub enum Liveness {
     Unverifiable,
     /// Not a record Claude Code would accept: bad name, not a regular file, wrong owner, bad content.
     Invalid,
-    /// Its live pid's record does not parse, even when read again over a short while.
+    /// Its live pid's record does not parse, even when read again over a short while; or
+    /// its file cannot be read at all.
     Unreadable,
 }
 
@@ -147,6 +149,14 @@ pub enum Contents<'a> {
     Parsed(&'a Record),
     /// A final rejection (see [`Rejection::is_torn`] for the ones worth re-reading).
     Rejected(&'a Rejection),
+    /// A file that exists but could not be read (`EACCES`, `EIO`, …): what it holds is
+    /// unknown, whatever its pid.
+    Unread {
+        /// The record file.
+        file: &'a Path,
+        /// The OS's words for the failure.
+        error: &'a str,
+    },
     /// Bytes that did not parse on any read, and the file's last modification.
     Torn {
         /// Why it did not parse.
@@ -162,7 +172,7 @@ pub enum Contents<'a> {
 /// The order is Claude Code's own, plus two checks its reader skips (zombies and
 /// thread ids), each only making the answer stricter:
 ///
-/// 1. a rejected entry is `invalid`;
+/// 1. a rejected entry is `invalid`, a file that could not be read `unreadable`;
 /// 2. a record from another pid domain is `foreign` (`unverifiable` if ours is unknown);
 /// 3. `ESRCH` is `gone`, `EPERM` is `unverifiable`;
 /// 4. a zombie or dead process is `gone`;
@@ -194,6 +204,12 @@ pub fn judge(
     let parsed = match contents {
         Contents::Rejected(rejection) => {
             return Verdict::not_live(Liveness::Invalid, rejection.to_string());
+        }
+        Contents::Unread { file, error } => {
+            return Verdict::not_live(
+                Liveness::Unreadable,
+                format!("cannot read `{}`: {error}", file.display()),
+            );
         }
         Contents::Parsed(record) => Ok(record),
         Contents::Torn {

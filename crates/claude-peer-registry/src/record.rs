@@ -1,10 +1,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{Pid, Rejection};
-
-/// The most bytes a record may have; larger files are rejected unread, as Claude Code does.
-pub const MAX_RECORD_BYTES: usize = 262_144;
+use crate::{MAX_RECORD_BYTES, Pid, Rejection};
 
 /// One session record, `<home>/sessions/<pid>.json`, as Claude Code writes it.
 ///

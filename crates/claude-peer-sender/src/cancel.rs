@@ -7,7 +7,7 @@ use std::sync::mpsc::Sender as Channel;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::stream::Line;
+use crate::channel::Line;
 
 /// A handle shared by the relays it is given to ([`crate::ClaudeRelay::cancel_with`])
 /// and whoever may stop them.

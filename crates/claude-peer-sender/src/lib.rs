@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod cancel;
+mod channel;
 mod claude;
 mod error;
 pub mod hook;

@@ -9,22 +9,15 @@ use std::thread;
 use std::time::Duration;
 
 use claude_peer_registry::ClaudeHome;
-use claude_peer_transcript::{Fact, Follower};
+use claude_peer_transcript::Follower;
 
-use crate::stream::Line;
+/// Named from here by the modules that match on what a witness heard; defined in
+/// [`crate::channel`] beside the message that carries it.
+pub(crate) use crate::channel::Heard;
+use crate::channel::Line;
 
 /// How long the thread waits for the transcript before it looks whether it should stop.
 const STOP_CHECK: Duration = Duration::from_millis(100);
-
-/// What a receiver's transcript said.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Heard {
-    /// A line about a cross-session message.
-    Fact(Fact),
-    /// The transcript can no longer be followed (or never could): the receipt must rest
-    /// on other evidence.
-    Lost(String),
-}
 
 /// Follows the transcript of one receiving session until dropped.
 #[derive(Debug)]

@@ -100,13 +100,52 @@ fn former_name() -> impl Strategy<Value = FormerName> {
     })
 }
 
-/// A valid record for `pid`: every optional field present or absent at random.
-#[allow(
-    clippy::too_many_lines,
-    reason = "one line per record field reads better than pieces"
-)]
-pub fn record_for(pid: Pid) -> impl Strategy<Value = Record> {
-    let identity = (
+/// A record's identity fields, in [`assemble`]'s order.
+type Identity = (
+    String,
+    Option<String>,
+    Option<u64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<u64>,
+);
+/// A record's peer-messaging fields, in [`assemble`]'s order.
+type Peer = (
+    Option<Vec<String>>,
+    Option<Kind>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<NameSource>,
+    Option<u64>,
+    Option<Vec<FormerName>>,
+);
+/// A record's activity fields, in [`assemble`]'s order.
+type Activity = (
+    Option<VendorStatus>,
+    Option<String>,
+    Option<u64>,
+    Option<u64>,
+    Option<String>,
+    (
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    ),
+    bool,
+);
+/// A record's informational fields and unknown members, in [`assemble`]'s order.
+type Info = (
+    (Option<Value>, Option<Value>, Option<Value>),
+    (Option<Value>, Option<Value>, Option<Value>, Option<Value>),
+    Map<String, Value>,
+);
+
+fn identity() -> impl Strategy<Value = Identity> {
+    (
         ".{1,40}",
         text(),
         epoch_ms(),
@@ -115,8 +154,11 @@ pub fn record_for(pid: Pid) -> impl Strategy<Value = Record> {
         text(),
         text(),
         option::of(any::<u64>()),
-    );
-    let peer = (
+    )
+}
+
+fn peer() -> impl Strategy<Value = Peer> {
+    (
         option::of(vec(".{0,12}", 0..4)),
         option::of(kind()),
         text(),
@@ -125,8 +167,11 @@ pub fn record_for(pid: Pid) -> impl Strategy<Value = Record> {
         option::of(name_source()),
         epoch_ms(),
         option::of(vec(former_name(), 0..4)),
-    );
-    let activity = (
+    )
+}
+
+fn activity() -> impl Strategy<Value = Activity> {
+    (
         option::of(vendor_status()),
         text(),
         epoch_ms(),
@@ -134,8 +179,11 @@ pub fn record_for(pid: Pid) -> impl Strategy<Value = Record> {
         text(),
         (text(), text(), text(), text()),
         any::<bool>(),
-    );
-    let info = (
+    )
+}
+
+fn info() -> impl Strategy<Value = Info> {
+    (
         (informational(), informational(), informational()),
         (
             informational(),
@@ -144,80 +192,89 @@ pub fn record_for(pid: Pid) -> impl Strategy<Value = Record> {
             informational(),
         ),
         extra_fields(),
-    );
-    (identity, peer, activity, info).prop_map(move |(identity, peer, activity, info)| {
-        let (
-            session_id,
-            cwd,
-            started_at,
-            proc_start,
-            proc_start_ft,
-            pid_domain,
-            version,
-            peer_protocol,
-        ) = identity;
-        let (
-            peer_features,
-            kind,
-            entrypoint,
-            messaging_socket_path,
-            name,
-            name_source,
-            name_since,
-            former_names,
-        ) = peer;
-        let (
-            status,
-            waiting_for,
-            updated_at,
-            status_updated_at,
-            tmux,
-            (state, detail, tempo, needs),
-            spare,
-        ) = activity;
-        let (
-            (parked_job_id, job_id, bridge_session_id),
-            (host_session_id, log_path, agent, asks),
-            extra,
-        ) = info;
-        Record {
-            pid,
-            session_id,
-            cwd,
-            started_at,
-            proc_start,
-            proc_start_ft,
-            pid_domain,
-            version,
-            peer_protocol,
-            peer_features,
-            kind,
-            entrypoint,
-            messaging_socket_path,
-            name,
-            name_source,
-            name_since,
-            former_names,
-            status,
-            waiting_for,
-            updated_at,
-            status_updated_at,
-            tmux,
-            state,
-            detail,
-            tempo,
-            needs,
-            spare,
-            parked_job_id,
-            job_id,
-            bridge_session_id,
-            host_session_id,
-            log_path,
-            agent,
-            asks_for_converted_skills: asks,
-            extra,
-        }
+    )
+}
+
+/// A valid record for `pid`: every optional field present or absent at random.
+pub fn record_for(pid: Pid) -> impl Strategy<Value = Record> {
+    (identity(), peer(), activity(), info()).prop_map(move |(identity, peer, activity, info)| {
+        assemble(pid, identity, peer, activity, info)
     })
+}
+
+/// The record of `pid` with these fields, one line per field.
+fn assemble(pid: Pid, identity: Identity, peer: Peer, activity: Activity, info: Info) -> Record {
+    let (
+        session_id,
+        cwd,
+        started_at,
+        proc_start,
+        proc_start_ft,
+        pid_domain,
+        version,
+        peer_protocol,
+    ) = identity;
+    let (
+        peer_features,
+        kind,
+        entrypoint,
+        messaging_socket_path,
+        name,
+        name_source,
+        name_since,
+        former_names,
+    ) = peer;
+    let (
+        status,
+        waiting_for,
+        updated_at,
+        status_updated_at,
+        tmux,
+        (state, detail, tempo, needs),
+        spare,
+    ) = activity;
+    let (
+        (parked_job_id, job_id, bridge_session_id),
+        (host_session_id, log_path, agent, asks),
+        extra,
+    ) = info;
+    Record {
+        pid,
+        session_id,
+        cwd,
+        started_at,
+        proc_start,
+        proc_start_ft,
+        pid_domain,
+        version,
+        peer_protocol,
+        peer_features,
+        kind,
+        entrypoint,
+        messaging_socket_path,
+        name,
+        name_source,
+        name_since,
+        former_names,
+        status,
+        waiting_for,
+        updated_at,
+        status_updated_at,
+        tmux,
+        state,
+        detail,
+        tempo,
+        needs,
+        spare,
+        parked_job_id,
+        job_id,
+        bridge_session_id,
+        host_session_id,
+        log_path,
+        agent,
+        asks_for_converted_skills: asks,
+        extra,
+    }
 }
 
 /// A valid record for an arbitrary pid.

@@ -1,6 +1,7 @@
 //! A relay that runs a program the user names.
 
 mod run;
+mod stdout;
 mod verdict;
 
 use std::ffi::OsString;

@@ -11,7 +11,7 @@ use rustix::io::ioctl_fionbio;
 use rustix::process::{Pid as RawPid, PidfdFlags, pidfd_open};
 
 use super::STDERR_TAIL_BYTES;
-use super::verdict::Stdout;
+use super::stdout::Stdout;
 use crate::child::ChildGroup;
 use claude_peer_probe::stream::Tail;
 

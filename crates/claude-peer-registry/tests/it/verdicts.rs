@@ -1,9 +1,10 @@
 //! The liveness verdict against its decision table.
 
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use claude_peer_registry::{
-    Contents, Liveness, Pid, ProcessFacts, ProcessState, Record, Rejection, Signal, judge,
+    Contents, Liveness, Pid, ProcessFacts, ProcessState, Record, Rejection, Signal, Verdict, judge,
 };
 use claude_peer_testkit::strategy;
 use proptest::prelude::*;
@@ -157,6 +158,16 @@ fn each_row_of_the_decision_table_gives_its_verdict() {
             Some(OURS),
             "invalid",
         ),
+        (
+            "unread, pid gone",
+            Contents::Unread {
+                file: Path::new("/home/u/.claude/sessions/42.json"),
+                error: "Permission denied (os error 13)",
+            },
+            ProcessFacts::gone(),
+            Some(OURS),
+            "unreadable",
+        ),
     ];
     for (row, contents, facts, ours, expected) in table {
         let verdict = judge(contents, &facts, ours);
@@ -165,6 +176,26 @@ fn each_row_of_the_decision_table_gives_its_verdict() {
             verdict.reason.is_none(),
             expected == "live",
             "row `{row}`: only live has no reason"
+        );
+    }
+}
+
+#[test]
+fn a_file_that_cannot_be_read_is_unreadable_naming_it_whatever_its_pid() {
+    let contents = Contents::Unread {
+        file: Path::new("/home/u/.claude/sessions/42.json"),
+        error: "Permission denied (os error 13)",
+    };
+    for facts in [ProcessFacts::gone(), alive(Some("15417"))] {
+        assert_eq!(
+            judge(contents, &facts, Some(OURS)),
+            Verdict {
+                liveness: Liveness::Unreadable,
+                reason: Some(
+                    "cannot read `/home/u/.claude/sessions/42.json`: Permission denied (os error 13)"
+                        .to_owned()
+                ),
+            }
         );
     }
 }
@@ -239,6 +270,7 @@ fn expected(contents: &Contents<'_>, facts: &ProcessFacts, ours: Option<&str>) -
         _ => false,
     };
     let torn = matches!(contents, Contents::Torn { .. });
+    let unread = matches!(contents, Contents::Unread { .. });
     let token = match contents {
         Contents::Parsed(record) => record.start_token(),
         _ => None,
@@ -248,6 +280,8 @@ fn expected(contents: &Contents<'_>, facts: &ProcessFacts, ours: Option<&str>) -
 
     if rejected {
         Liveness::Invalid
+    } else if unread {
+        Liveness::Unreadable
     } else if foreign {
         Liveness::Foreign
     } else if domain_unknown || (facts.signal == Signal::NotPermitted) {
@@ -270,7 +304,7 @@ fn expected(contents: &Contents<'_>, facts: &ProcessFacts, ours: Option<&str>) -
 }
 
 fn contents_kind() -> impl Strategy<Value = u8> {
-    0..3_u8
+    0..4_u8
 }
 
 proptest! {
@@ -290,6 +324,7 @@ proptest! {
         let contents = match kind {
             0 => Contents::Parsed(&record),
             1 => Contents::Rejected(&rejection),
+            2 => Contents::Unread { file: Path::new("42.json"), error: "Input/output error (os error 5)" },
             _ => Contents::Torn { rejection: &rejection, modified },
         };
         let verdict = judge(contents, &facts, ours);

@@ -14,7 +14,7 @@ use claude_peer_registry::{
     Contents, Liveness, Pid, ProcessFacts, Record, Rejection, Signal, Verdict, judge,
 };
 
-use super::read::{At, Unread};
+use super::read::{At, Unread, not_regular};
 use crate::{Addressability, Discovery, Entries, Scope, Session};
 
 impl<P: ProcessTable, F: RegistryFs> Entries<'_, P, F> {
@@ -91,9 +91,8 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         };
         let (parsed, modified) = match self.until_whole(read_once, mid_rewrite) {
             Ok(read) => read,
-            // Removed since it was listed: no longer an entry.
-            Err(Unread::Missing) => return None,
-            Err(Unread::Judged(verdict)) => {
+            Err(unread) => {
+                let verdict = judge_unread(&unread, &file, &facts, domain)?;
                 return (!live_only).then(|| Session::unlisted(file, Some(pid), None, verdict));
             }
         };
@@ -186,6 +185,29 @@ pub(super) fn invalid(file: PathBuf, pid: Option<Pid>, rejection: &Rejection) ->
     Session::unlisted(file, pid, None, invalid_verdict(rejection))
 }
 
+/// The verdict on a file that gave no bytes to parse; `None` when it is missing (removed
+/// since it was listed: no longer an entry).
+fn judge_unread(
+    unread: &Unread,
+    file: &Path,
+    facts: &ProcessFacts,
+    domain: Option<&str>,
+) -> Option<Verdict> {
+    let error;
+    let contents = match unread {
+        Unread::Missing => return None,
+        Unread::Rejected(rejection) => Contents::Rejected(rejection),
+        Unread::Failed(err) => {
+            error = err.to_string();
+            Contents::Unread {
+                file,
+                error: &error,
+            }
+        }
+    };
+    Some(judge(contents, facts, domain))
+}
+
 /// The verdict on a rejected entry, which no fact about its pid can change.
 pub(super) fn invalid_verdict(rejection: &Rejection) -> Verdict {
     judge(Contents::Rejected(rejection), &ProcessFacts::gone(), None)
@@ -201,11 +223,4 @@ pub(super) const fn is_readable_kind(kind: FileKind) -> bool {
 /// reports live sessions, and nothing but a regular file of a live pid can be one.
 pub(super) fn skipped(scope: Scope, kind: FileKind, signal: Signal) -> bool {
     scope == Scope::Live && (!is_readable_kind(kind) || signal != Signal::Alive)
-}
-
-/// The rejection of an entry that is not a regular file.
-pub(super) fn not_regular(kind: FileKind) -> Rejection {
-    Rejection::NotRegularFile {
-        file_type: kind.as_str().to_owned(),
-    }
 }

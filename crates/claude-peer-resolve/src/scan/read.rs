@@ -12,9 +12,8 @@ use std::thread;
 use std::time::Duration;
 
 use claude_peer_probe::{DirStatus, FileKind, RecordFile, RegistryFs};
-use claude_peer_registry::{Liveness, MAX_RECORD_BYTES, Rejection, Verdict};
+use claude_peer_registry::{MAX_RECORD_BYTES, Rejection};
 
-use super::entry::{invalid_verdict, not_regular};
 use crate::Discovery;
 
 /// How a live pid's record that does not parse is read again before it is judged.
@@ -81,15 +80,17 @@ impl Default for Rereads {
     }
 }
 
-/// Why a record file gave no bytes to parse.
+/// Why a record file gave no bytes to parse: facts for `judge`, which no contents can
+/// change.
 #[derive(Debug)]
 pub(super) enum Unread {
     /// There is no such file (removed since it was listed): no longer an entry.
     Missing,
-    /// The file's verdict, which its contents cannot change: it could not be read
-    /// (`unreadable`), or it is not a regular file, belongs to another owner than the
-    /// registry or is too large (`invalid`).
-    Judged(Verdict),
+    /// It is not a regular file, belongs to another owner than the registry or is too
+    /// large.
+    Rejected(Rejection),
+    /// It could not be read.
+    Failed(io::Error),
 }
 
 /// Where a record is: its registry directory, and that directory's handle when a scan
@@ -143,10 +144,7 @@ impl<P, F: RegistryFs> Discovery<P, F> {
             if err.kind() == io::ErrorKind::NotFound {
                 Unread::Missing
             } else {
-                Unread::Judged(Verdict {
-                    liveness: Liveness::Unreadable,
-                    reason: Some(format!("cannot read `{}`: {err}", file.display())),
-                })
+                Unread::Failed(err)
             }
         })?;
         let rejection = if read.kind != FileKind::Regular {
@@ -162,8 +160,15 @@ impl<P, F: RegistryFs> Discovery<P, F> {
             None
         };
         match rejection {
-            Some(rejection) => Err(Unread::Judged(invalid_verdict(&rejection))),
+            Some(rejection) => Err(Unread::Rejected(rejection)),
             None => Ok(read),
         }
+    }
+}
+
+/// The rejection of an entry that is not a regular file.
+pub(super) fn not_regular(kind: FileKind) -> Rejection {
+    Rejection::NotRegularFile {
+        file_type: kind.as_str().to_owned(),
     }
 }

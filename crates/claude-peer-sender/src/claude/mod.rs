@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use claude_peer_deliver::{Confirmation, Relay, RelayFailure, Target};
 
 use crate::cancel::Running;
+use crate::channel::Line;
 use crate::sender::{Sender, SenderOptions};
-use crate::stream::Line;
 use crate::{Cancel, Error, hook};
 
 pub(crate) use awaiting::{TurnEnd, await_result, await_sent};

@@ -30,8 +30,9 @@ use serde_json::{Value, json};
 pub use home::default_sender_home;
 
 use crate::Error;
+use crate::channel::Line;
 use crate::hook::{Call as PlannedCall, Plan};
-use crate::stream::Line;
+use crate::stream::Printed;
 use claude_peer_endpoint::Endpoint;
 use script::{Call, Jobs};
 
@@ -333,7 +334,7 @@ impl Sender {
 /// Reads stdout lines, parsed; an overlong line is skipped. Ends with [`Line::Closed`].
 fn read_lines(stdout: impl Read, tx: &Channel<Line>) {
     let _ = stream::read_lines(stdout, MAX_LINE_BYTES, |line| match line {
-        stream::Line::Whole(line) => match tx.send(Line::parse(line)) {
+        stream::Line::Whole(line) => match tx.send(Printed::parse(line).into()) {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()),
         },

@@ -5,14 +5,16 @@ mod notice;
 
 use serde_json::Value;
 
-use crate::witness::Heard;
-
 use notice::parse_tally;
 pub(crate) use notice::{Queued, Tally};
 
+/// The channel's message, still named from here by the modules that read the channel;
+/// it is defined in [`crate::channel`], above this parse.
+pub(crate) use crate::channel::Line;
+
 /// One stream-json line, reduced to what a relay acts on.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Line {
+pub(crate) enum Printed {
     /// `system/init`: what this Claude Code can do.
     Init {
         version: Option<String>,
@@ -36,18 +38,9 @@ pub(crate) enum Line {
     Result,
     /// Anything else.
     Other,
-    /// The sender's stdout ended.
-    Closed,
-    /// Nothing from the sender: a waiter is woken to look at something else.
-    Wake,
-    /// Not from the sender: the send was cancelled ([`crate::Cancel`]).
-    Cancelled,
-    /// Not from the sender either: what a receiver's transcript said
-    /// ([`crate::witness::Witness`]).
-    Transcript { session_id: String, heard: Heard },
 }
 
-impl Line {
+impl Printed {
     /// Parses one line; a line that is not JSON is `Other` (Claude Code prints nothing
     /// else on stdout in stream-json mode, and a relay must not trip over it).
     pub(crate) fn parse(line: &[u8]) -> Self {
@@ -82,7 +75,7 @@ impl Line {
     }
 }
 
-fn tool_result(value: &Value) -> Option<Line> {
+fn tool_result(value: &Value) -> Option<Printed> {
     let blocks = value.pointer("/message/content")?.as_array()?;
     let block = blocks
         .iter()
@@ -104,7 +97,7 @@ fn tool_result(value: &Value) -> Option<Line> {
         .map(str::to_owned)
         .or_else(|| result.and_then(Value::as_str).map(str::to_owned))
         .unwrap_or_else(|| block_text(block.get("content")));
-    Some(Line::ToolResult {
+    Some(Printed::ToolResult {
         tool_use_id,
         success,
         msg_id,
@@ -146,8 +139,8 @@ mod tests {
             "content": "UserPromptSubmit operation blocked by hook:\n[hook]: kept\n\n\nOriginal prompt: <cross-session-message from=\"uds:/a.sock\" from-name=\"x\">\nhi\nOriginal prompt: not a split\n</cross-session-message>",
         });
         assert_eq!(
-            Line::parse(line.to_string().as_bytes()),
-            Line::Queued(vec![Queued::Message {
+            Printed::parse(line.to_string().as_bytes()),
+            Printed::Queued(vec![Queued::Message {
                 from: "uds:/a.sock".to_owned(),
                 from_name: Some("x".to_owned()),
                 text: "hi\nOriginal prompt: not a split".to_owned()
@@ -158,10 +151,10 @@ mod tests {
             "content": "UserPromptSubmit operation blocked by hook:\n[hook]: no\n\n\nOriginal prompt: hello",
         });
         assert_eq!(
-            Line::parse(other.to_string().as_bytes()),
-            Line::Queued(vec![Queued::Other("hello".to_owned())])
+            Printed::parse(other.to_string().as_bytes()),
+            Printed::Queued(vec![Queued::Other("hello".to_owned())])
         );
-        assert_eq!(Line::parse(b"not json"), Line::Other);
+        assert_eq!(Printed::parse(b"not json"), Printed::Other);
     }
 
     #[test]
@@ -172,8 +165,8 @@ mod tests {
             "tool_use_result": {"success": true, "message": "in that session's inbox", "msg_id": "ff7de6b6"},
         });
         assert_eq!(
-            Line::parse(line.to_string().as_bytes()),
-            Line::ToolResult {
+            Printed::parse(line.to_string().as_bytes()),
+            Printed::ToolResult {
                 tool_use_id: "toolu_1".to_owned(),
                 success: true,
                 msg_id: Some("ff7de6b6".to_owned()),
@@ -186,8 +179,8 @@ mod tests {
             "tool_use_result": "Error: PreToolUse:SendMessage hook error: [hook]: not_live: gone",
         });
         assert_eq!(
-            Line::parse(blocked.to_string().as_bytes()),
-            Line::ToolResult {
+            Printed::parse(blocked.to_string().as_bytes()),
+            Printed::ToolResult {
                 tool_use_id: "toolu_1".to_owned(),
                 success: false,
                 msg_id: None,
