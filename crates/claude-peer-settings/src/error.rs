@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::Revision;
+use crate::revision::{InvalidRevision, Revision};
 
 /// Everything that can go wrong reading or changing a settings file.
 ///
@@ -119,11 +119,8 @@ pub enum Error {
         value: String,
     },
     /// A revision that is not 64 lower-case hex digits.
-    #[error("invalid revision `{value}`, expected 64 lower-case hex digits")]
-    InvalidRevision {
-        /// The text given.
-        value: String,
-    },
+    #[error(transparent)]
+    InvalidRevision(#[from] InvalidRevision),
 }
 
 impl Error {
@@ -143,7 +140,7 @@ impl Error {
             Error::NotDurable { .. } => "not_durable",
             Error::TooManyDropIns { .. } => "too_many_drop_ins",
             Error::UnknownPolicy { .. } => "unknown_policy",
-            Error::InvalidRevision { .. } => "invalid_revision",
+            Error::InvalidRevision(_) => "invalid_revision",
         }
     }
 }

@@ -121,5 +121,5 @@ pub use managed::{
     managed_mcp,
 };
 pub use policy::InboundPolicy;
-pub use revision::Revision;
+pub use revision::{InvalidRevision, Revision};
 pub use store::{SettingsStore, Snapshot};

@@ -3,8 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::Error;
-
 /// The blake3 hash (64 lower-case hex digits) of a settings file's exact bytes; a missing
 /// file has the revision of empty bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -29,14 +27,22 @@ impl fmt::Display for Revision {
     }
 }
 
-impl FromStr for Revision {
-    type Err = Error;
+/// Text that is not a revision.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid revision `{value}`, expected 64 lower-case hex digits")]
+pub struct InvalidRevision {
+    /// The text given.
+    pub value: String,
+}
 
-    fn from_str(s: &str) -> Result<Self, Error> {
+impl FromStr for Revision {
+    type Err = InvalidRevision;
+
+    fn from_str(s: &str) -> Result<Self, InvalidRevision> {
         if s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
             Ok(Revision(s.to_owned()))
         } else {
-            Err(Error::InvalidRevision {
+            Err(InvalidRevision {
                 value: s.to_owned(),
             })
         }
@@ -56,8 +62,10 @@ mod tests {
         );
         assert_eq!(r.as_str().parse::<Revision>().unwrap(), r);
         assert_eq!(
-            "AF13".parse::<Revision>().unwrap_err().as_str(),
-            "invalid_revision"
+            "AF13".parse::<Revision>().unwrap_err(),
+            InvalidRevision {
+                value: "AF13".to_owned()
+            }
         );
     }
 }

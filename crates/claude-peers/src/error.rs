@@ -1,9 +1,8 @@
-//! The command's one error type, [`Failure`], and the exit codes every failure maps to.
+//! The command's one error type, [`Failure`], and the exit codes every failure maps to
+//! (its JSON shape is `json.rs`'s).
 
 use std::io;
 use std::process::ExitCode;
-
-use crate::json::FailureJson;
 
 /// The documented exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,27 +47,6 @@ impl Failure {
     /// Whether there is nobody to tell: stdout's reader has gone.
     pub(crate) fn is_silent(&self) -> bool {
         self.exit == Exit::Success
-    }
-
-    /// Its JSON shape, `{"refusal"|"error": name, "message": …}`.
-    pub(crate) fn shape(&self) -> FailureJson<'_> {
-        let (name, message) = (self.name, self.message.as_str());
-        if self.key == "refusal" {
-            FailureJson::Refusal {
-                refusal: name,
-                message,
-            }
-        } else {
-            FailureJson::Error {
-                error: name,
-                message,
-            }
-        }
-    }
-
-    /// [`Failure::shape`] as JSON text.
-    pub(crate) fn json(&self) -> String {
-        serde_json::to_string(&self.shape()).unwrap_or_default()
     }
 
     /// The refusal `refusal`, exit 3.

@@ -12,6 +12,9 @@ use claude_peer_transcript::Summary;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::error::Failure;
+use crate::ops::send::Via;
+
 /// One session as `list`, `resolve` and `watch` print it. Every key is always present;
 /// absent facts are `null`.
 #[derive(Debug, Serialize)]
@@ -190,12 +193,14 @@ pub(crate) struct SessionsJson<'a> {
     pub(crate) sessions: Vec<SessionJson<'a>>,
 }
 
-/// How a send went out: through Claude Code, or a relay program of the user's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Via {
-    Claude,
-    Program,
+/// `claude` or `program`.
+impl Serialize for Via {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(match self {
+            Via::Claude => "claude",
+            Via::Program => "program",
+        })
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -395,6 +400,29 @@ pub(crate) struct CheckJson<'a> {
     pub(crate) ok: bool,
     pub(crate) detail: &'a str,
     pub(crate) fix: Option<&'a str>,
+}
+
+impl Failure {
+    /// Its JSON shape, `{"refusal"|"error": name, "message": …}`.
+    pub(crate) fn shape(&self) -> FailureJson<'_> {
+        let (name, message) = (self.name, self.message.as_str());
+        if self.key == "refusal" {
+            FailureJson::Refusal {
+                refusal: name,
+                message,
+            }
+        } else {
+            FailureJson::Error {
+                error: name,
+                message,
+            }
+        }
+    }
+
+    /// [`Failure::shape`] as JSON text.
+    pub(crate) fn json(&self) -> String {
+        serde_json::to_string(&self.shape()).unwrap_or_default()
+    }
 }
 
 /// A failure: `{"error"|"refusal": <stable name>, "message": …}`, the name first.

@@ -60,31 +60,14 @@ fn the_workspace_keeps_its_layers_and_file_lengths() {
     );
 }
 
-/// Findings in files being reworked apart from the tidy rules, allowed here until that
-/// work lands: the command crate's (its `ops/` ↔ `json.rs` ↔ `error.rs` circle) and the
-/// settings crate's `error.rs` ↔ `revision.rs`. `cargo xtask tidy` still fails on them.
-const BEING_REWORKED: [&str; 2] = [
-    "crates/claude-peers/src/",
-    "crates/claude-peer-settings/src/error.rs:6 (crate::Revision) → crates/claude-peer-settings/src/revision.rs:6 (crate::Error)",
-];
-
-/// The library crates pass every source rule, but for [`BEING_REWORKED`].
+/// The whole workspace passes every source rule (notes are not failures).
 #[test]
-fn the_library_crates_pass_the_source_rules() {
+fn the_workspace_passes_the_source_rules() {
     for rule in source_rules(&workspace_root().join("crates")) {
         if rule.weight == Weight::Notes {
             continue;
         }
-        let outside_command: Vec<&String> = rule
-            .found
-            .iter()
-            .filter(|f| !BEING_REWORKED.iter().any(|known| f.starts_with(known)))
-            .collect();
-        assert!(
-            outside_command.is_empty(),
-            "{}: {outside_command:#?}",
-            rule.heading
-        );
+        assert!(rule.found.is_empty(), "{}: {:#?}", rule.heading, rule.found);
     }
 }
 

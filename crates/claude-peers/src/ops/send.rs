@@ -10,11 +10,17 @@ use claude_peer_deliver::{CommandRelay, MAX_MESSAGE_BYTES, Relay};
 use claude_peer_sender::{ClaudeRelay, Mailbox};
 
 use crate::error::Failure;
-use crate::json::Via;
 use crate::ops::Context;
 
 /// The first argument that runs the Claude sender's hooks (see [`claude`]).
 pub(crate) const HOOK: &str = "hook";
+
+/// How a send went out: through Claude Code, or a relay program of the user's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    Claude,
+    Program,
+}
 
 /// The relay a send goes through.
 #[derive(Debug)]

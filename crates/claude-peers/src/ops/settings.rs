@@ -28,7 +28,10 @@ pub(crate) fn change(
     change: Change,
     expect_revision: Option<&str>,
 ) -> Result<Snapshot, Failure> {
-    let expected = expect_revision.map(str::parse::<Revision>).transpose()?;
+    let expected = expect_revision
+        .map(str::parse::<Revision>)
+        .transpose()
+        .map_err(claude_peer_settings::Error::from)?;
     let store = store(ctx);
     Ok(match change {
         Change::Set(policy) => store.set_inbound(policy, expected.as_ref())?,

@@ -20,8 +20,9 @@ use tokio::sync::{Notify, oneshot};
 
 use super::to_json;
 use crate::error::Failure;
-use crate::json::{BroadcastJson, DeliveredJson, MailboxEventJson, Via};
+use crate::json::{BroadcastJson, DeliveredJson, MailboxEventJson};
 use crate::ops::broadcast::{Targets, broadcast_with};
+use crate::ops::send::Via;
 use crate::ops::{Context, send};
 
 /// The most events kept for `wait_for_messages`; older ones are dropped and counted.
