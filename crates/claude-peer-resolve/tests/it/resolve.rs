@@ -60,7 +60,7 @@ fn a_live_uniquely_named_session_with_its_own_socket_resolves() {
     let session = discovery.resolve_live_session(&fake::home(), B).unwrap();
     assert_eq!(session.pid, pid(9959));
     let by_name = discovery
-        .resolve_by_name(&fake::home(), "reviewer")
+        .resolve_live_session(&fake::home(), "reviewer")
         .unwrap();
     assert_eq!(by_name.pid, pid(9959));
 }
@@ -127,13 +127,13 @@ fn a_name_shared_by_two_live_sessions_refuses_instead_of_guessing() {
         message.contains("9959"),
         "names the other holder: {message}"
     );
-    let (kind, message) = refusal(discovery.resolve_by_name(&fake::home(), "ccproj-06"));
+    let (kind, message) = refusal(discovery.resolve_live_session(&fake::home(), "ccproj-06"));
     assert_eq!(kind, RefusalKind::IdentityMismatch);
     assert!(
         message.contains("3839") && message.contains("9959"),
         "lists every holder: {message}"
     );
-    let (kind, _) = refusal(discovery.resolve_by_name(&fake::home(), "nobody"));
+    let (kind, _) = refusal(discovery.resolve_live_session(&fake::home(), "nobody"));
     assert_eq!(kind, RefusalKind::NotLive);
 }
 
