@@ -91,9 +91,8 @@ impl Plan {
             roster = wait_live(ctx, &discovery, roster, &mut resolved, limit)?;
         }
         if let Some(select) = &targets.select {
-            let mut selected = roster.select(select)?;
-            selected.sort_by_key(|s| s.pid.get());
-            for session in &selected {
+            // By pid, as a roster has them.
+            for session in &roster.select(select)? {
                 let chosen = Chosen::of(session);
                 resolved.push((chosen.session_id.clone(), Ok(chosen)));
             }
