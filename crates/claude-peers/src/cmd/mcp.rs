@@ -210,11 +210,9 @@ struct PolicyArgs {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
 struct SendArgs {
-    /// The receiving session: its id (from `list_sessions`), or the name of exactly one
-    /// live session.
+    /// The receiving session: its id (from `list_sessions`) or the name of one live session.
     session_id: Option<String>,
-    /// Instead of `session_id`: several receiving sessions, each an id or the name of
-    /// exactly one live session, each sent to once.
+    /// Instead of `session_id`: several receiving sessions (ids or names), each sent once.
     session_ids: Option<Vec<String>>,
     /// The text to deliver, at most 65536 bytes.
     message: String,
