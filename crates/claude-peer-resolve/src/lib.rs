@@ -10,7 +10,9 @@
 //! [`Discovery::entries`] hands over each entry as it is judged, holding none, for
 //! registries of any size; [`Discovery::scan`] collects them. [`Discovery::live`] gives
 //! the live ones as [`LiveSession`]s, which always have a pid and a record; resolution
-//! gives an [`AddressableSession`], which also has its messaging socket.
+//! gives an [`AddressableSession`], which also has its messaging socket. Which session
+//! a target names is one rule ([`Target`], resolved against one scan, a [`Roster`]):
+//! a session id, or else the name of exactly one live session.
 //!
 //! ```no_run
 //! use claude_peer_registry::ClaudeHome;
@@ -33,8 +35,12 @@ mod error;
 mod live;
 mod resolve;
 mod scan;
+mod target;
 
 pub use confirm::Identity;
 pub use error::{Error, Refusal, RefusalKind};
 pub use live::{AddressableSession, LiveSession};
-pub use scan::{Addressability, Discovery, Entries, Rereads, Scan, Scope, Session, Warning};
+pub use scan::{
+    Addressability, Discovery, Entries, Rereads, Scan, Scope, Session, Unaddressable, Warning,
+};
+pub use target::{Roster, Target};

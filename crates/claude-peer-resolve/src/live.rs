@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use claude_peer_probe::{ProcessTable, RegistryFs};
 use claude_peer_registry::{ClaudeHome, Liveness, Pid, Record, Verdict};
 
-use crate::{Addressability, Discovery, Error, Scan, Scope, Session};
+use crate::{Addressability, Discovery, Error, Scan, Scope, Session, Unaddressable};
 
 /// A live session: a process that runs now, and the record it wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,17 +36,9 @@ impl LiveSession {
                 record: self.record,
                 socket,
             }),
-            Addressability::NotAddressable(reason) => Err(Unaddressable { reason }),
+            Addressability::NotAddressable(reason) => Err(reason),
         }
     }
-}
-
-/// Why a live session cannot be messaged, as its [`Addressability`] says; it prints
-/// the reason alone, for a refusal to quote.
-#[derive(Debug, thiserror::Error)]
-#[error("{reason}")]
-pub(crate) struct Unaddressable {
-    reason: String,
 }
 
 impl TryFrom<Session> for LiveSession {

@@ -52,9 +52,10 @@ pub(crate) enum Command {
         #[arg(value_name = "SESSION_ID|NAME")]
         target: String,
     },
-    /// Resolve a session id to exactly one live, addressable session, or refuse (exit 3)
+    /// Resolve a session id or name to exactly one live, addressable session, or refuse (exit 3)
     Resolve {
-        /// The session id
+        /// A session id, or the name of exactly one live session
+        #[arg(value_name = "SESSION_ID|NAME")]
         session_id: String,
     },
     /// Read or change crossSessionInbound in the user's settings.json
@@ -79,6 +80,7 @@ pub(crate) enum Command {
     ///
     /// Requests on stdin, one JSON line each:
     /// {"id":"r1","send":{"session_id":"…","message":"…","notify_when_idle":false}}.
+    /// "session_id" is a session id, or the name of exactly one live session.
     /// With "session_ids":["…",…] instead of "session_id", each session is sent to once,
     /// in pid order, and each target answered by its own event carrying "target".
     /// Events on stdout, one JSON line each: sent, refused, receipt (queued, read, held,

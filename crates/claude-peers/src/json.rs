@@ -120,7 +120,7 @@ impl<'a> SessionJson<'a> {
 pub(crate) struct SessionDetailJson<'a> {
     #[serde(flatten)]
     session: SessionJson<'a>,
-    not_addressable_reason: Option<&'a str>,
+    not_addressable_reason: Option<String>,
     name_since_ms: Option<u64>,
     former_names: Vec<FormerNameJson<'a>>,
     peer_protocol: Option<u64>,
@@ -149,7 +149,7 @@ impl<'a> SessionDetailJson<'a> {
             session: SessionJson::new(session),
             not_addressable_reason: match &session.addressability {
                 claude_peer_resolve::Addressability::Addressable(_) => None,
-                claude_peer_resolve::Addressability::NotAddressable(why) => Some(why),
+                claude_peer_resolve::Addressability::NotAddressable(why) => Some(why.to_string()),
             },
             name_since_ms: record.and_then(|r| r.name_since),
             former_names: record
@@ -442,7 +442,9 @@ pub(crate) enum FailureJson<'a> {
 #[cfg(test)]
 mod tests {
     use claude_peer_registry::{Pid, Record};
-    use claude_peer_resolve::{Addressability, AddressableSession, LiveSession, Session};
+    use claude_peer_resolve::{
+        Addressability, AddressableSession, LiveSession, Session, Unaddressable,
+    };
 
     use super::SessionJson;
 
@@ -458,7 +460,9 @@ mod tests {
             socket: "/run/s.sock".into(),
         };
         let not_addressable = LiveSession {
-            addressability: Addressability::NotAddressable("parked".into()),
+            addressability: Addressability::NotAddressable(Unaddressable::Parked {
+                job: "\"job-7\"".into(),
+            }),
             ..resolved.clone().into()
         };
         let json = |view: SessionJson<'_>| serde_json::to_value(view).unwrap();

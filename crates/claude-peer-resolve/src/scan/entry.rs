@@ -15,7 +15,7 @@ use claude_peer_registry::{
 };
 
 use super::read::{At, Unread, not_regular};
-use crate::{Addressability, Discovery, Entries, Scope, Session};
+use crate::{Addressability, Discovery, Entries, Scope, Session, Unaddressable};
 
 impl<P: ProcessTable, F: RegistryFs> Entries<'_, P, F> {
     /// A listed record's entry, its pid having answered `signal`, judged in this scan's
@@ -115,7 +115,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             Some(record) if verdict.liveness == Liveness::Live => {
                 self.addressability(record, reader.uid)
             }
-            _ => Addressability::NotAddressable(format!("not live ({})", verdict.liveness)),
+            _ => Addressability::NotAddressable(Unaddressable::NotLive(verdict.liveness)),
         };
         Some(Session {
             file,
@@ -131,37 +131,42 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     fn addressability(&self, record: &Record, uid: u32) -> Addressability {
         use Addressability::NotAddressable;
         if record.spare {
-            return NotAddressable("a pre-warmed spare process, not a user session".into());
+            return NotAddressable(Unaddressable::Spare);
         }
         if let Some(job) = &record.parked_job_id {
-            return NotAddressable(format!("parked as background job {job}"));
+            return NotAddressable(Unaddressable::Parked {
+                job: job.to_string(),
+            });
         }
         let Some(socket) = &record.messaging_socket_path else {
-            return NotAddressable(
-                "its record names no messaging socket (Claude Code before peer messaging)".into(),
-            );
+            return NotAddressable(Unaddressable::NoSocket);
         };
-        match self.fs.socket_status(Path::new(socket)) {
-            Ok(SocketStatus::Missing) => {
-                NotAddressable(format!("its messaging socket `{socket}` does not exist"))
-            }
+        let socket_owned = socket.clone();
+        NotAddressable(match self.fs.socket_status(Path::new(socket)) {
             Ok(SocketStatus::Present {
                 kind: FileKind::Socket,
                 owner,
-            }) if owner == uid => Addressability::Addressable(PathBuf::from(socket)),
+            }) if owner == uid => return Addressability::Addressable(PathBuf::from(socket)),
+            Ok(SocketStatus::Missing) => Unaddressable::SocketMissing {
+                socket: socket_owned,
+            },
             Ok(SocketStatus::Present {
                 kind: FileKind::Socket,
                 owner,
-            }) => NotAddressable(format!(
-                "its messaging socket `{socket}` belongs to uid {owner}, not to this user (uid {uid})"
-            )),
-            Ok(SocketStatus::Present { kind, .. }) => {
-                NotAddressable(format!("`{socket}` is a {}, not a socket", kind.as_str()))
-            }
-            Err(err) => NotAddressable(format!(
-                "cannot look at its messaging socket `{socket}`: {err}"
-            )),
-        }
+            }) => Unaddressable::SocketNotOwned {
+                socket: socket_owned,
+                owner,
+                uid,
+            },
+            Ok(SocketStatus::Present { kind, .. }) => Unaddressable::NotASocket {
+                socket: socket_owned,
+                kind,
+            },
+            Err(err) => Unaddressable::SocketUnreadable {
+                socket: socket_owned,
+                error: err.to_string(),
+            },
+        })
     }
 }
 
@@ -169,7 +174,7 @@ impl Session {
     /// An entry that is not live, so not addressable either.
     fn unlisted(file: PathBuf, pid: Option<Pid>, record: Option<Record>, verdict: Verdict) -> Self {
         let addressability =
-            Addressability::NotAddressable(format!("not live ({})", verdict.liveness));
+            Addressability::NotAddressable(Unaddressable::NotLive(verdict.liveness));
         Self {
             file,
             pid,

@@ -2,12 +2,14 @@
 //! advances.
 //!
 //! This module holds what callers see: [`Discovery`] with its scans, [`Entries`], [`Scan`],
-//! and the types of an entry. The work is in parts, one job each, in the order a scan
+//! and the types of an entry (`addressability` says whether and why not it can be
+//! messaged). The work is in parts, one job each, in the order a scan
 //! does it: `listing` lists the registry directory once and classifies its names,
 //! `census` learns which pids exist, `batch` signals ahead of the caller and judges many
 //! records across threads, `entry` judges one record, and `read` reads its file within
 //! the limits, again while it is caught mid-rewrite.
 
+mod addressability;
 mod batch;
 mod census;
 mod entry;
@@ -26,6 +28,7 @@ use claude_peer_probe::{
 };
 use claude_peer_registry::{ClaudeHome, Liveness, Pid, Record, Rejection, Signal, Verdict};
 
+pub use self::addressability::{Addressability, Unaddressable};
 use self::batch::Ahead;
 use self::entry::invalid;
 use self::listing::dir_warnings;
@@ -40,23 +43,6 @@ pub enum Scope {
     Live,
     /// Every `*.json` entry, each with its verdict.
     All,
-}
-
-/// Whether a live session can be messaged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Addressability {
-    /// A live session with its own messaging socket (this path), owned by this user.
-    Addressable(PathBuf),
-    /// Why it cannot be messaged.
-    NotAddressable(String),
-}
-
-impl Addressability {
-    /// True when the session can be messaged.
-    #[must_use]
-    pub const fn is_addressable(&self) -> bool {
-        matches!(self, Self::Addressable(_))
-    }
 }
 
 /// One registry entry and what was found about it.

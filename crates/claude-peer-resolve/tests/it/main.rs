@@ -7,3 +7,4 @@ mod agreement;
 mod os;
 mod properties;
 mod resolve;
+mod target;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use claude_peer_probe::{FileKind, SocketStatus};
 use claude_peer_registry::Pid;
-use claude_peer_resolve::{Discovery, Error, RefusalKind};
+use claude_peer_resolve::{Addressability, Discovery, Error, RefusalKind};
 use claude_peer_testkit::fake::{self, FakeFile, FakeProcessTable, FakeRegistryFs, UID};
 use claude_peer_testkit::fixtures::REAL_PID_DOMAIN;
 
@@ -60,7 +60,7 @@ fn a_live_uniquely_named_session_with_its_own_socket_resolves() {
     let session = discovery.resolve_live_session(&fake::home(), B).unwrap();
     assert_eq!(session.pid, pid(9959));
     let by_name = discovery
-        .resolve_by_name(&fake::home(), "reviewer")
+        .resolve_live_session(&fake::home(), "reviewer")
         .unwrap();
     assert_eq!(by_name.pid, pid(9959));
 }
@@ -127,32 +127,48 @@ fn a_name_shared_by_two_live_sessions_refuses_instead_of_guessing() {
         message.contains("9959"),
         "names the other holder: {message}"
     );
-    let (kind, message) = refusal(discovery.resolve_by_name(&fake::home(), "ccproj-06"));
+    let (kind, message) = refusal(discovery.resolve_live_session(&fake::home(), "ccproj-06"));
     assert_eq!(kind, RefusalKind::IdentityMismatch);
     assert!(
         message.contains("3839") && message.contains("9959"),
         "lists every holder: {message}"
     );
-    let (kind, _) = refusal(discovery.resolve_by_name(&fake::home(), "nobody"));
+    let (kind, _) = refusal(discovery.resolve_live_session(&fake::home(), "nobody"));
     assert_eq!(kind, RefusalKind::NotLive);
 }
 
 #[test]
 fn a_live_session_that_cannot_be_messaged_is_not_addressable_with_the_reason() {
-    type Case<'a> = (&'a str, Option<(FileKind, u32)>, &'a str);
+    type Case<'a> = (&'a str, Option<(FileKind, u32)>, &'a str, &'a str);
     let cases: [Case<'_>; 6] = [
-        ("", None, "does not exist"),
-        ("", Some((FileKind::Socket, UID + 1)), "belongs to uid"),
-        ("", Some((FileKind::Regular, UID)), "not a socket"),
-        (r#","spare":true"#, Some((FileKind::Socket, UID)), "spare"),
+        ("", None, "does not exist", "socket_missing"),
+        (
+            "",
+            Some((FileKind::Socket, UID + 1)),
+            "belongs to uid",
+            "socket_not_owned",
+        ),
+        (
+            "",
+            Some((FileKind::Regular, UID)),
+            "not a socket",
+            "not_a_socket",
+        ),
+        (
+            r#","spare":true"#,
+            Some((FileKind::Socket, UID)),
+            "spare",
+            "spare",
+        ),
         (
             r#","parkedJobId":"job-7""#,
             Some((FileKind::Socket, UID)),
             "parked",
+            "parked",
         ),
-        ("NO_SOCKET", None, "names no messaging socket"),
+        ("NO_SOCKET", None, "names no messaging socket", "no_socket"),
     ];
-    for (extra, sock, expected) in cases {
+    for (extra, sock, expected, name) in cases {
         let file = if extra == "NO_SOCKET" {
             FakeFile::regular(
                 UID,
@@ -165,9 +181,16 @@ fn a_live_session_that_cannot_be_messaged_is_not_addressable_with_the_reason() {
         if let Some((kind, owner)) = sock {
             socket(&mut fs, 9959, kind, owner);
         }
-        let (kind, message) =
-            refusal(Discovery::new(processes(), fs).resolve_live_session(&fake::home(), B));
+        let discovery = Discovery::new(processes(), fs);
+        let (kind, message) = refusal(discovery.resolve_live_session(&fake::home(), B));
         assert_eq!(kind, RefusalKind::NotAddressable, "{expected}");
         assert!(message.contains(expected), "{expected}: {message}");
+        // The reason is typed: a stable name, and the words the refusal quotes.
+        let live = discovery.live(&fake::home()).unwrap().sessions;
+        let Addressability::NotAddressable(why) = &live[0].addressability else {
+            panic!("{expected}: addressable");
+        };
+        assert_eq!(why.as_str(), name);
+        assert!(message.ends_with(&format!(": {why}")), "{message}");
     }
 }

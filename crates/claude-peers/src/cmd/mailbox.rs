@@ -23,7 +23,7 @@ use signal_hook::iterator::Signals;
 use crate::error::{Exit, Failure};
 use crate::json::{MailboxEventJson, SessionJson};
 use crate::ops::broadcast::{Plan, Targets};
-use crate::ops::{Context, send};
+use crate::ops::{Context, send, sessions};
 
 /// The longest request line read: a 64 KiB message, JSON-escaped, with room.
 const MAX_REQUEST_BYTES: usize = 1024 * 1024;
@@ -256,10 +256,13 @@ fn answer(
     let send = &request.send;
     let id = request.id.as_deref();
     match (&send.session_id, &send.session_ids) {
-        (Some(session_id), None) => {
-            let result = mailbox.send(session_id, &send.message, send.idle());
-            emit(&Answer::of(&result).event(id, None))
-        }
+        (Some(target), None) => match sessions::session_id(ctx, target) {
+            Ok(session_id) => {
+                let result = mailbox.send(&session_id, &send.message, send.idle());
+                emit(&Answer::of(&result).event(id, None))
+            }
+            Err(failure) => emit(&Answer::Failed(&failure).event(id, None)),
+        },
         (None, Some(targets)) if !targets.is_empty() => {
             broadcast(mailbox, ctx, id, targets, send, signalled, emit)
         }

@@ -210,9 +210,9 @@ struct PolicyArgs {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[schemars(crate = "rmcp::schemars")]
 struct SendArgs {
-    /// The receiving session's id (from `list_sessions`).
+    /// The receiving session: its id (from `list_sessions`) or the name of one live session.
     session_id: Option<String>,
-    /// Instead of `session_id`: the ids of several receiving sessions, each sent to once.
+    /// Instead of `session_id`: several receiving sessions (ids or names), each sent once.
     session_ids: Option<Vec<String>>,
     /// The text to deliver, at most 65536 bytes.
     message: String,
@@ -319,7 +319,7 @@ impl Peers {
     }
 
     #[tool(
-        description = "Send one message to one live Claude Code session (session_id), or to several (session_ids: each once, answered per target with delivered and failed counts), through Claude Code's own SendMessage, after checking identity and inbound policy; reports what each receiver did, from its own transcript (read, queued while it is busy, held for its user) or why it was refused. Every call goes through this server's one long-lived sender, in arrival order, so replies to it come back: read them with wait_for_messages. notify_when_idle=true also reports when the receiver next finishes its turn.",
+        description = "Send one message to one live Claude Code session (session_id: its id, or the name of exactly one live session), or to several (session_ids, ids or names: each once, answered per target with delivered and failed counts), through Claude Code's own SendMessage, after checking identity and inbound policy; reports what each receiver did, from its own transcript (read, queued while it is busy, held for its user) or why it was refused. Every call goes through this server's one long-lived sender, in arrival order, so replies to it come back: read them with wait_for_messages. notify_when_idle=true also reports when the receiver next finishes its turn.",
         annotations(
             read_only_hint = false,
             destructive_hint = false,

@@ -1,4 +1,5 @@
-//! `resolve`: whether a session id names one live, addressable session now.
+//! `resolve`: whether a session id, or the name of one live session, names one live,
+//! addressable session now.
 
 use crate::error::{Exit, Failure};
 use crate::json::SessionJson;

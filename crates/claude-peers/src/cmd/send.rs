@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use claude_peer_deliver::{Basis, Delivered, Inbound, Outcome};
+use claude_peer_resolve::Target;
 
 use crate::cli::SendArgs;
 use crate::error::{Exit, Failure};
@@ -17,22 +18,27 @@ use crate::table::field;
 
 pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Failure> {
     let ctx = ctx.with_managed_settings(args.managed_settings);
+    // As the sessions report theirs: links resolved, where the directory exists.
+    let cwd = args
+        .cwd
+        .map(|dir| std::fs::canonicalize(&dir).unwrap_or_else(|_| absolute(dir)));
+    let select = match (cwd, args.all_live) {
+        (Some(dir), _) => Some(Target::Cwd(dir)),
+        (None, true) => Some(Target::AllLive),
+        (None, false) => None,
+    };
     let targets = Targets {
         given: args.targets,
-        all_live: args.all_live,
-        // As the sessions report theirs: links resolved, where the directory exists.
-        cwd: args
-            .cwd
-            .map(|dir| std::fs::canonicalize(&dir).unwrap_or_else(|_| absolute(dir))),
+        select,
         wait_live: args.wait_live,
     };
-    if targets.given.is_empty() && !targets.all_live && targets.cwd.is_none() {
+    if targets.given.is_empty() && targets.select.is_none() {
         return Err(Failure::error(
             "no_target",
             "name a session (its id or name), or pass --all-live or --cwd DIR; nothing was sent",
         ));
     }
-    let single = targets.given.len() == 1 && !targets.all_live && targets.cwd.is_none();
+    let single = targets.given.len() == 1 && targets.select.is_none();
     // Before a sender starts: a signal then stops a send that has not started. A relay
     // program is the user's own and is left to the default action.
     let interrupt = if args.relay.is_empty() {

@@ -3,11 +3,11 @@
 //! one send per session through the same gate and, for Claude Code, one sender.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use claude_peer_deliver::{Delivered, Relay};
-use claude_peer_resolve::{Discovery, RefusalKind};
+use claude_peer_probe::{OsProcessTable, OsRegistryFs};
+use claude_peer_resolve::{Discovery, LiveSession, RefusalKind, Roster, Scope, Target};
 use claude_peer_watch::Watcher;
 
 use crate::error::Failure;
@@ -19,10 +19,8 @@ use crate::ops::send::{self, Relayed};
 pub(crate) struct Targets {
     /// Session ids or names of exactly one live session, as given.
     pub(crate) given: Vec<String>,
-    /// Every live session.
-    pub(crate) all_live: bool,
-    /// Every live session whose working directory is this one or below it.
-    pub(crate) cwd: Option<PathBuf>,
+    /// Every live session (`--all-live`), or those under a directory (`--cwd`).
+    pub(crate) select: Option<Target>,
     /// How long a given target that is not live yet is waited for.
     pub(crate) wait_live: Option<Duration>,
 }
@@ -79,34 +77,24 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// Resolves every target against one scan of the registry (another only while
+    /// `--wait-live` waits); each send still resolves its session again at the gate.
     pub(crate) fn new(ctx: &Context, targets: &Targets) -> Result<Self, Failure> {
+        let discovery = Discovery::os();
+        let mut roster = discovery.roster(&ctx.home, Scope::Live)?;
         let mut resolved: Vec<(String, Result<Chosen, Failure>)> = targets
             .given
             .iter()
-            .map(|target| (target.clone(), resolve(ctx, target)))
+            .map(|target| (target.clone(), chosen(&roster, target)))
             .collect();
         if let Some(limit) = targets.wait_live {
-            wait_live(ctx, &mut resolved, limit)?;
+            roster = wait_live(ctx, &discovery, roster, &mut resolved, limit)?;
         }
-        if targets.all_live || targets.cwd.is_some() {
-            let mut live = Discovery::os().live(&ctx.home)?.sessions;
-            live.sort_by_key(|s| s.pid.get());
-            for session in live {
-                let under = |dir: &Path| {
-                    session
-                        .record
-                        .cwd
-                        .as_deref()
-                        .is_some_and(|cwd| Path::new(cwd).starts_with(dir))
-                };
-                if targets.cwd.as_deref().is_none_or(under) {
-                    let session_id = session.record.session_id.clone();
-                    let chosen = Chosen {
-                        session_id: session_id.clone(),
-                        pid: session.pid.get(),
-                    };
-                    resolved.push((session_id, Ok(chosen)));
-                }
+        if let Some(select) = &targets.select {
+            // By pid, as a roster has them.
+            for session in &roster.select(select)? {
+                let chosen = Chosen::of(session);
+                resolved.push((chosen.session_id.clone(), Ok(chosen)));
             }
         }
         // One send per session, in the order of their pids.
@@ -164,40 +152,35 @@ impl Plan {
     }
 }
 
-/// The live session `target` names: its id, else the name of exactly one live session;
-/// the refusal a single send would give otherwise.
-fn resolve(ctx: &Context, target: &str) -> Result<Chosen, Failure> {
-    let discovery = Discovery::os();
-    let by_id = discovery.resolve_live_session(&ctx.home, target);
-    let session = match by_id {
-        Err(err)
-            if err
-                .refusal()
-                .is_some_and(|r| r.kind == RefusalKind::NotLive) =>
-        {
-            discovery
-                .resolve_by_name(&ctx.home, target)
-                .map_err(|by_name| match by_name.refusal().map(|r| r.kind) {
-                    // Neither an id nor a name: the id's own words.
-                    Some(RefusalKind::NotLive) => err,
-                    _ => by_name,
-                })?
+impl Chosen {
+    fn of(session: &LiveSession) -> Self {
+        Self {
+            session_id: session.record.session_id.clone(),
+            pid: session.pid.get(),
         }
-        other => other?,
-    };
-    Ok(Chosen {
-        session_id: session.record.session_id.clone(),
-        pid: session.pid.get(),
-    })
+    }
 }
 
+/// The live session `target` names in `roster`: its id, else the name of exactly one
+/// live session; the refusal a single send would give otherwise.
+fn chosen(roster: &Os<'_>, target: &str) -> Result<Chosen, Failure> {
+    let session = roster.resolve(target)?;
+    Ok(Chosen::of(&session.into()))
+}
+
+/// A roster of this machine's registry.
+type Os<'d> = Roster<'d, OsProcessTable, OsRegistryFs>;
+
 /// Waits up to `limit` for the targets not live yet to become live and addressable,
-/// following the registry with the watch engine; the others are left as they are.
-fn wait_live(
+/// following the registry with the watch engine; the others are left as they are. The
+/// registry as last read is handed back, for the selectors to choose from.
+fn wait_live<'d>(
     ctx: &Context,
+    discovery: &'d Discovery<OsProcessTable, OsRegistryFs>,
+    mut roster: Os<'d>,
     resolved: &mut [(String, Result<Chosen, Failure>)],
     limit: Duration,
-) -> Result<(), Failure> {
+) -> Result<Os<'d>, Failure> {
     let waiting = |result: &Result<Chosen, Failure>| {
         result.as_ref().is_err_and(|failure| {
             failure.name == RefusalKind::NotLive.as_str()
@@ -205,17 +188,18 @@ fn wait_live(
         })
     };
     if !resolved.iter().any(|(_, r)| waiting(r)) {
-        return Ok(());
+        return Ok(roster);
     }
     let deadline = Instant::now() + limit;
     let mut watcher = Watcher::os(ctx.home.clone())?;
     loop {
+        roster = discovery.roster(&ctx.home, Scope::Live)?;
         for (target, result) in resolved.iter_mut().filter(|(_, r)| waiting(r)) {
-            *result = resolve(ctx, target);
+            *result = chosen(&roster, target);
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || !resolved.iter().any(|(_, r)| waiting(r)) {
-            return Ok(());
+            return Ok(roster);
         }
         // An event, or a short while: a socket appears without a registry event.
         watcher.next_event(left.min(RETRY_EVERY))?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use claude_peer_deliver::Inbound;
 use claude_peer_deliver::child::{ChildGroup, Ended};
-use claude_peer_resolve::{AddressableSession, Discovery, LiveSession, Scan};
+use claude_peer_resolve::{AddressableSession, Discovery, LiveSession, RefusalKind, Scan};
 use claude_peer_sender::{Capabilities, DEFAULT_SENDER_NAME};
 
 use crate::ops::Context;
@@ -87,12 +87,8 @@ pub(crate) fn doctor(ctx: &Context, session: Option<&str>, claude: Option<PathBu
                 ));
                 checks.push(inbound_check(ctx, &target));
             }
-            Err(refusal) => {
-                checks.push(Check::fail(
-                    "target",
-                    refusal,
-                    "check the id or name with `claude-peers list`; a /clear or resume gives a session a new id",
-                ));
+            Err(err) => {
+                checks.push(Check::fail("target", err.to_string(), target_fix(&err)));
                 checks.push(Check::fail(
                     "inbound",
                     "no target to read the policy of",
@@ -379,12 +375,26 @@ fn endpoint_check() -> Check {
 }
 
 /// The session `session` names, by id or by the name of one live session.
-fn target(ctx: &Context, session: &str) -> Result<AddressableSession, String> {
-    let discovery = Discovery::os();
-    discovery
-        .resolve_live_session(&ctx.home, session)
-        .or_else(|_| discovery.resolve_by_name(&ctx.home, session))
-        .map_err(|err| err.to_string())
+/// The session `session` names, by the rule every target follows (its id, or else the
+/// name of one live session), or the refusal, whose words say why it is not live, which
+/// sessions share it, or why it cannot be messaged.
+fn target(ctx: &Context, session: &str) -> Result<AddressableSession, claude_peer_resolve::Error> {
+    Discovery::os().resolve_live_session(&ctx.home, session)
+}
+
+/// What to do about a target that does not resolve, for each refusal.
+fn target_fix(err: &claude_peer_resolve::Error) -> &'static str {
+    match err.refusal().map(|r| r.kind) {
+        Some(RefusalKind::NotAddressable) => {
+            "it runs but takes no messages as it is: `claude-peers list` shows which sessions can be messaged (a foreground session of a Claude Code with peer messaging, its socket owned by this user)"
+        }
+        Some(RefusalKind::IdentityMismatch) => {
+            "name the session by its id from `claude-peers list`, or rename one of the sessions that share the name"
+        }
+        _ => {
+            "check the id or name with `claude-peers list`; a /clear or resume gives a session a new id"
+        }
+    }
 }
 
 /// The gate's own decision ([`claude_peer_deliver::Courier::inbound_of`]): a refusal

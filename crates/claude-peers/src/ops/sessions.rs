@@ -2,7 +2,7 @@
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_resolve::{
-    AddressableSession, Discovery, Entries, RefusalKind, Scan, Scope, Session,
+    AddressableSession, Discovery, Entries, RefusalKind, Scan, Scope, Session, Warning,
 };
 
 use claude_peer_transcript::Summary;
@@ -14,10 +14,15 @@ use crate::output::Output;
 /// Scans, reporting the registry directory's warnings on stderr.
 pub(crate) fn scan(ctx: &Context, scope: Scope, out: &Output) -> Result<Scan, Failure> {
     let scan = Discovery::os().scan(&ctx.home, scope)?;
-    for warning in &scan.warnings {
+    warn(&scan.warnings, out);
+    Ok(scan)
+}
+
+/// Reports the registry directory's warnings on stderr.
+fn warn(warnings: &[Warning], out: &Output) {
+    for warning in warnings {
         out.warn(&warning.to_string());
     }
-    Ok(scan)
 }
 
 /// Hands `each` every entry as it is judged, holding nothing, for a one-shot listing
@@ -37,15 +42,26 @@ pub(crate) fn list<T>(
     Ok(each(entries))
 }
 
-/// The one live, addressable session `session_id` names now, or a refusal; what is
-/// wrong with the registry directory goes to stderr first.
+/// The one live, addressable session `target` names now (its id, or else the name of
+/// exactly one live session), or a refusal; what is wrong with the registry directory
+/// goes to stderr first.
 pub(crate) fn resolve(
     ctx: &Context,
-    session_id: &str,
+    target: &str,
     out: &Output,
 ) -> Result<AddressableSession, Failure> {
-    warn_registry(ctx, out);
-    Ok(Discovery::os().resolve_live_session(&ctx.home, session_id)?)
+    let discovery = Discovery::os();
+    let roster = discovery.roster(&ctx.home, Scope::Live)?;
+    warn(roster.warnings(), out);
+    Ok(roster.resolve(target)?)
+}
+
+/// The id of the one live, addressable session `target` names (its id, or else the name
+/// of exactly one live session), for a front end whose sends go by id; the refusal the
+/// send would give otherwise.
+pub(crate) fn session_id(ctx: &Context, target: &str) -> Result<String, Failure> {
+    let session = Discovery::os().resolve_live_session(&ctx.home, target)?;
+    Ok(session.record.session_id)
 }
 
 /// Warns on stderr of what is wrong with the registry directory (as `list` does), for
@@ -60,45 +76,24 @@ pub(crate) fn warn_registry(ctx: &Context, out: &Output) {
     }
 }
 
-/// The session `show` means by `target`: a session id (its live record over leftovers,
-/// which `show` displays too), else the name of exactly one live session, as
-/// [`Discovery::resolve_by_name`] finds it.
+/// The session `show` means by `target`, by the rule every target follows
+/// ([`claude_peer_resolve::Roster::shown`]): the live session its id or name names, messageable or not, else
+/// the leftover record of that id. Naming no record is `not_found`.
 pub(crate) fn find(ctx: &Context, target: &str, out: &Output) -> Result<Session, Failure> {
-    let scan = scan(ctx, Scope::All, out)?;
-    let by_id = |s: &&Session| s.record.as_ref().is_some_and(|r| r.session_id == target);
-    // A session id names one conversation; prefer its live record over leftovers.
-    let found = scan
-        .sessions
-        .iter()
-        .filter(by_id)
-        .find(|s| s.is_live())
-        .or_else(|| scan.sessions.iter().find(by_id));
-    if let Some(session) = found {
-        return Ok(session.clone());
-    }
-    let not_found = || {
-        Failure::error(
-            "not_found",
-            format!("no record has session id `{target}` and no live session is named `{target}`"),
-        )
-    };
-    let err = match Discovery::os().resolve_by_name(&ctx.home, target) {
-        Ok(session) => return Ok(session.into()),
-        Err(err) => err,
-    };
-    match err.refusal().map(|r| r.kind) {
-        Some(RefusalKind::NotLive) => Err(not_found()),
-        // The one live session of that name cannot be messaged: `show` still shows it,
-        // and why.
-        Some(RefusalKind::NotAddressable) => scan
-            .sessions
-            .into_iter()
-            .find(|s| {
-                s.is_live() && s.record.as_ref().and_then(|r| r.name.as_deref()) == Some(target)
-            })
-            .ok_or_else(not_found),
-        _ => Err(err.into()),
-    }
+    let discovery = Discovery::os();
+    let roster = discovery.roster(&ctx.home, Scope::All)?;
+    warn(roster.warnings(), out);
+    roster
+        .shown(target)
+        .map_err(|err| match err.refusal().map(|r| r.kind) {
+            Some(RefusalKind::NotLive) => Failure::error(
+                "not_found",
+                format!(
+                    "no record has session id `{target}` and no live session is named `{target}`"
+                ),
+            ),
+            _ => err.into(),
+        })
 }
 
 /// The end of `session`'s transcript (its last prompt, when it last wrote), when it has

@@ -5,9 +5,12 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::Sleeper;
 use serde_json::{Value, json};
 
 use crate::receiver::{Receiver, claude, old_claude, parsed};
+use crate::support::CommandHome as _;
 
 /// Runs `claude-peers --home <home> --json doctor <args>` as a send would run: the
 /// receivers' runtime directory (none set), the sender's cache in `cache`.
@@ -312,4 +315,50 @@ fn the_man_page_names_every_subcommand() {
     ] {
         assert!(page.contains(sub), "the page names `{sub}`");
     }
+}
+
+#[test]
+fn a_live_session_that_cannot_be_messaged_fails_target_saying_why_by_id_and_by_name() {
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    let id = "0f4c2a9e-2d8b-4c1e-9a57-3b6d1e8f0a21";
+    // Live, but its record names no messaging socket.
+    home.live_record(&child, id, "mute", "idle", false);
+    let cache = tempfile::tempdir().unwrap();
+    let no_claude = cache.path().join("no-claude");
+    for target in [id, "mute"] {
+        let (code, report) = doctor(
+            home.root(),
+            cache.path(),
+            &[target, "--claude", no_claude.to_str().unwrap()],
+            |_| {},
+        );
+        assert_eq!(code, 1, "{report:#}");
+        let found = check(&report, "target");
+        assert_eq!(found["ok"], false, "{found}");
+        assert_eq!(
+            found["detail"],
+            format!(
+                "not_addressable: session {id} is live but cannot be messaged: its record names no messaging socket (Claude Code before peer messaging)"
+            ),
+            "why it cannot be messaged, for {target}"
+        );
+        assert!(
+            found["fix"].as_str().unwrap().contains("claude-peers list"),
+            "{found}"
+        );
+        assert_eq!(check(&report, "inbound")["ok"], false);
+    }
+    // An id that nothing runs is not live, in the words a send gives.
+    let gone = "5d1e7c3b-8a2f-4e6d-b9c0-1a2b3c4d5e6f";
+    let (_, report) = doctor(
+        home.root(),
+        cache.path(),
+        &[gone, "--claude", no_claude.to_str().unwrap()],
+        |_| {},
+    );
+    assert_eq!(
+        check(&report, "target")["detail"],
+        format!("not_live: no live process runs session {gone}, and no record names it")
+    );
 }

@@ -763,3 +763,41 @@ fn sixty_sends_of_60_kib_outlast_the_senders_compaction_and_their_later_outcomes
         "a release of a message sent before the compaction reached the mailbox: {released:?}"
     );
 }
+
+/// The name `receiver`'s registry record gives it.
+pub(crate) fn record_name(receiver: &Receiver) -> String {
+    let record = receiver
+        .home
+        .path()
+        .join("sessions")
+        .join(format!("{}.json", receiver.pid));
+    let record: Value = serde_json::from_slice(&fs::read(record).unwrap()).unwrap();
+    record["name"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_request_names_its_session_by_the_name_of_one_live_session() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let name = record_name(&receiver);
+    assert_ne!(name, receiver.session_id);
+    let mut mailbox = MailboxProcess::start(receiver.home.path());
+    mailbox.send("r1", &name, "sent by name", false);
+    let events = mailbox.until(Duration::from_secs(60), |e| is(e, "receipt"));
+    let sent = events
+        .iter()
+        .find(|e| is(e, "sent"))
+        .unwrap_or_else(|| panic!("not sent: {events:?}"));
+    assert_eq!(sent["id"], "r1");
+    assert_eq!(sent["session"]["session_id"], receiver.session_id.as_str());
+    let msg_id = msg_id(sent);
+    assert!(
+        wait_for(Duration::from_secs(30), || receiver.delivered(&msg_id)).is_some(),
+        "the session of that name got it"
+    );
+    // A name no live session has is refused as an unknown id is.
+    mailbox.send("r2", "no-such-session", "to nobody", false);
+    let refused = mailbox.until(Duration::from_secs(30), |e| e["id"] == "r2");
+    let refused = refused.last().unwrap();
+    assert_eq!(refused["event"], "refused", "{refused}");
+    assert_eq!(refused["refusal"], "not_live", "{refused}");
+}

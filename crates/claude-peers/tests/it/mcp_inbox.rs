@@ -18,6 +18,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::mailbox::record_name;
 use crate::mcp::Mcp;
 use crate::receiver::{Receiver, claude, wait_for};
 
@@ -196,4 +197,23 @@ fn notify_when_idle_brings_the_receivers_idle_moment_to_wait_for_messages() {
     });
     let idle = idle.unwrap_or_else(|| panic!("no idle notice: {events:?}"));
     assert_eq!(idle["session_id"], receiver.session_id.as_str(), "{idle}");
+}
+
+#[test]
+fn send_message_takes_the_name_of_one_live_session_as_its_session_id() {
+    let receiver = Receiver::start(Some("accept"), &[]);
+    let name = record_name(&receiver);
+    let cache = tempfile::tempdir().unwrap();
+    let mcp = sending_server(&receiver, cache.path());
+    let sent = mcp.ok(
+        "send_message",
+        json!({"session_id": name, "message": "sent by name"}),
+    );
+    assert_eq!(sent["delivered"], true, "{sent}");
+    assert_eq!(sent["session"]["session_id"], receiver.session_id.as_str());
+    let msg_id = sent["msg_id"].as_str().unwrap().to_owned();
+    assert!(
+        wait_for(Duration::from_secs(30), || receiver.delivered(&msg_id)).is_some(),
+        "the session of that name got it"
+    );
 }

@@ -23,7 +23,7 @@ use crate::error::Failure;
 use crate::json::{BroadcastJson, DeliveredJson, MailboxEventJson};
 use crate::ops::broadcast::{Targets, broadcast_with};
 use crate::ops::send::Via;
-use crate::ops::{Context, send};
+use crate::ops::{Context, send, sessions};
 
 /// The most events kept for `wait_for_messages`; older ones are dropped and counted.
 const MAX_EVENTS: usize = 1000;
@@ -361,7 +361,9 @@ impl Owner {
         }
         let (message, idle) = (&request.message, request.idle);
         match request.whom {
-            Whom::One(session_id) => match mailbox.send(&session_id, message, idle) {
+            Whom::One(target) => match sessions::session_id(&self.ctx, &target)
+                .and_then(|id| mailbox.send(&id, message, idle).map_err(Failure::from))
+            {
                 Ok(delivered) => match delivered.msg_id.clone() {
                     Some(msg_id) => self.pending.push(Pending {
                         delivered,
@@ -374,8 +376,8 @@ impl Owner {
                         let _ = request.reply.send(delivered_json(&delivered));
                     }
                 },
-                Err(err) => {
-                    let _ = request.reply.send(Err(Failure::from(err)));
+                Err(failure) => {
+                    let _ = request.reply.send(Err(failure));
                 }
             },
             Whom::Several(given) => {

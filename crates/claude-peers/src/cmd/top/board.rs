@@ -278,7 +278,7 @@ mod tests {
     use std::path::PathBuf;
 
     use claude_peer_registry::{Pid, Record};
-    use claude_peer_resolve::{Addressability, LiveSession};
+    use claude_peer_resolve::{Addressability, LiveSession, Unaddressable};
     use claude_peer_watch::Event;
     use proptest::prelude::*;
 
@@ -294,7 +294,7 @@ mod tests {
             file: PathBuf::from(format!("/h/sessions/{pid}.json")),
             pid: Pid::new(pid).unwrap(),
             record,
-            addressability: Addressability::NotAddressable("no socket".to_owned()),
+            addressability: Addressability::NotAddressable(Unaddressable::NoSocket),
         }
     }
 

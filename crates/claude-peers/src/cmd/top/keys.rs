@@ -170,8 +170,8 @@ fn table(app: &mut App, key: &KeyEvent) {
                     "{} cannot be messaged: {}",
                     session.record.display_name().unwrap_or("-"),
                     match &session.addressability {
-                        claude_peer_resolve::Addressability::NotAddressable(why) => why.as_str(),
-                        claude_peer_resolve::Addressability::Addressable(_) => "",
+                        claude_peer_resolve::Addressability::NotAddressable(why) => why.to_string(),
+                        claude_peer_resolve::Addressability::Addressable(_) => String::new(),
                     }
                 );
             }
