@@ -1,6 +1,7 @@
 //! `claude-peers`: the live Claude Code sessions on this machine, from a shell.
 #![forbid(unsafe_code)]
 
+mod args;
 mod cli;
 mod cmd;
 mod error;
@@ -13,14 +14,13 @@ mod table;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::Parser;
-use claude_peer_resolve::Scope;
+use clap::{CommandFactory, Parser};
 
 use crate::cli::{Cli, Command};
 use crate::error::{Exit, Failure};
 use crate::ops::Context;
 use crate::ops::send::HOOK;
-use crate::output::Output;
+use crate::output::{Format, Output, color_allowed};
 
 fn main() -> ExitCode {
     // Claude Code runs the sender's hooks as `claude-peers hook …`: a protocol of their
@@ -32,7 +32,11 @@ fn main() -> ExitCode {
         );
     }
     let cli = Cli::parse();
-    let out = Output::new(cli.json);
+    let out = Output::new(if cli.json {
+        Format::Json
+    } else {
+        Format::Human
+    });
     match run(cli, &out) {
         Ok(code) => code.into(),
         Err(failure) => out.fail(&failure),
@@ -42,56 +46,45 @@ fn main() -> ExitCode {
 fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
     let ctx = Context::new(cli.home)?;
     match cli.command {
-        Command::List { all } => {
-            let scope = if all { Scope::All } else { Scope::Live };
-            cmd::list::run(&ctx, scope, out)
-        }
-        Command::Show { target } => cmd::show::run(&ctx, &target, out),
-        Command::Resolve { session_id } => cmd::resolve::run(&ctx, &session_id, out),
-        Command::Settings { action } => cmd::settings::run(ctx, action, out),
-        Command::Watch { poll } => cmd::watch::run(&ctx, poll, out),
+        Command::List(args) => cmd::list::exec(&ctx, &args, out),
+        Command::Show(args) => cmd::show::exec(&ctx, &args, out),
+        Command::Resolve(args) => cmd::resolve::exec(&ctx, &args, out),
+        Command::Settings(args) => cmd::settings::exec(ctx, args, out),
+        Command::Watch(args) => cmd::watch::exec(&ctx, &args, out),
         Command::Whoami => cmd::whoami::run(&ctx, out),
         Command::Top {
             bell,
-            from,
-            claude,
+            sender,
             managed_settings,
         } => cmd::top::run(
-            &ctx.with_managed_settings(managed_settings),
+            &ctx.with_managed_settings(managed_settings.path),
             cmd::top::Options {
                 bell,
-                color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-                claude,
-                from,
+                color: color_allowed(),
+                claude: sender.claude.path,
+                from: sender.from,
             },
         ),
-        Command::Send(args) => cmd::send::run(ctx, args, out),
+        Command::Send(args) => cmd::send::exec(ctx, args, out),
         Command::Mailbox {
-            from,
-            claude,
+            sender,
             timeout,
             managed_settings,
         } => cmd::mailbox::run(
-            &ctx.with_managed_settings(managed_settings),
-            claude,
-            from,
-            timeout,
+            &ctx.with_managed_settings(managed_settings.path),
+            sender.claude.path,
+            sender.from,
+            timeout.seconds.0,
         ),
         Command::Mcp {
             claude,
             managed_settings,
-        } => cmd::mcp::run(ctx.with_managed_settings(managed_settings), claude),
-        Command::Doctor {
-            session,
-            claude,
-            managed_settings,
-        } => cmd::doctor::run(
-            &ctx.with_managed_settings(managed_settings),
-            session.as_deref(),
-            claude,
-            out,
+        } => cmd::mcp::run(
+            ctx.with_managed_settings(managed_settings.path),
+            claude.path,
         ),
-        Command::Completions { shell } => cmd::completions::run(shell),
-        Command::Man => cmd::man::run(),
+        Command::Doctor(args) => cmd::doctor::exec(&ctx, args, out),
+        Command::Completions(args) => cmd::completions::exec(Cli::command(), &args),
+        Command::Man => cmd::man::exec(Cli::command()),
     }
 }

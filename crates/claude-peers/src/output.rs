@@ -8,10 +8,17 @@ use serde::Serialize;
 use crate::error::Failure;
 use crate::table::{self, Style};
 
+/// What stdout holds: text for people, or exactly the documented JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    Human,
+    Json,
+}
+
 /// The output channel of one invocation.
 #[derive(Debug)]
 pub(crate) struct Output {
-    pub(crate) json: bool,
+    format: Format,
     pub(crate) style: Style,
 }
 
@@ -20,14 +27,17 @@ pub(crate) struct Output {
     reason = "all output goes through the invocation's Output, whatever it needs of it"
 )]
 impl Output {
-    pub(crate) fn new(json: bool) -> Self {
-        let color = !json
-            && io::stdout().is_terminal()
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    pub(crate) fn new(format: Format) -> Self {
+        let color = format == Format::Human && io::stdout().is_terminal() && color_allowed();
         Self {
-            json,
+            format,
             style: Style { color },
         }
+    }
+
+    /// Whether stdout holds JSON.
+    pub(crate) fn is_json(&self) -> bool {
+        self.format == Format::Json
     }
 
     /// Prints one JSON value and a newline. A closed stdout is not an error worth a
@@ -65,7 +75,7 @@ impl Output {
     }
 
     fn style_stderr(&self, word: &str) -> String {
-        if io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) {
+        if io::stderr().is_terminal() && color_allowed() {
             format!("\x1b[33m{word}\x1b[0m")
         } else {
             word.to_owned()
@@ -77,7 +87,7 @@ impl Output {
         if failure.is_silent() {
             return failure.exit.into();
         }
-        if self.json {
+        if self.is_json() {
             let _ = self.text(&format!("{}\n", failure.json()));
         }
         let _ = writeln!(
@@ -88,4 +98,10 @@ impl Output {
         );
         failure.exit.into()
     }
+}
+
+/// Whether colours may be used at all: not when `NO_COLOR` is set to anything
+/// (<https://no-color.org>). The one place it is read.
+pub(crate) fn color_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

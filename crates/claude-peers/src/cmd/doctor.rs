@@ -2,8 +2,8 @@
 //! failure.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
+use crate::args::{ClaudeArg, ManagedSettingsArg};
 use crate::error::{Exit, Failure};
 use crate::json::{CheckJson, DoctorJson};
 use crate::ops::Context;
@@ -11,15 +11,24 @@ use crate::ops::doctor::{Check, doctor};
 use crate::output::Output;
 use crate::table::field;
 
-pub(crate) fn run(
-    ctx: &Context,
-    session: Option<&str>,
-    claude: Option<PathBuf>,
-    out: &Output,
-) -> Result<Exit, Failure> {
-    let checks = doctor(ctx, session, claude);
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A session id or the name of one live session, to check the way to it too
+    #[arg(value_name = "SESSION_ID|NAME")]
+    session: Option<String>,
+    #[command(flatten)]
+    claude: ClaudeArg,
+    #[command(flatten)]
+    managed_settings: ManagedSettingsArg,
+}
+
+pub(crate) fn exec(ctx: &Context, args: Args, out: &Output) -> Result<Exit, Failure> {
+    let ctx = ctx
+        .clone()
+        .with_managed_settings(args.managed_settings.path);
+    let checks = doctor(&ctx, args.session.as_deref(), args.claude.path);
     let ok = checks.iter().all(|check| check.ok);
-    if out.json {
+    if out.is_json() {
         out.json(&DoctorJson {
             ok,
             checks: checks

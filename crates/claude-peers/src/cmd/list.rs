@@ -11,16 +11,25 @@ use crate::ops::{Context, sessions};
 use crate::output::Output;
 use crate::table::{Column, Table, field, now_ms, status_text};
 
+// `list`'s flags (its help is the command's, in `cli.rs`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Every record in the registry, each with its liveness verdict and reason
+    #[arg(long)]
+    all: bool,
+}
+
 /// How many rows of a human `list` set its column widths: every row of any real
 /// listing, while `list --all` over a huge registry of leftovers still prints as it goes.
 const WIDTH_SAMPLE: usize = 1000;
 
 /// Prints the entries as they are judged: JSON element by element, or a table whose
 /// widths come from its first [`WIDTH_SAMPLE`] rows. Nothing else is held.
-pub(crate) fn run(ctx: &Context, scope: Scope, out: &Output) -> Result<Exit, Failure> {
+pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Failure> {
+    let scope = if args.all { Scope::All } else { Scope::Live };
     let mut stdout = io::BufWriter::new(io::stdout().lock());
     sessions::list(ctx, scope, out, |entries| {
-        if out.json {
+        if out.is_json() {
             json_list(&mut stdout, entries)
         } else {
             human_list(&mut stdout, &ctx.home, entries, scope, out)
@@ -51,7 +60,6 @@ fn human_list(
     out: &Output,
 ) -> io::Result<()> {
     let now = now_ms();
-    let all = scope == Scope::All;
     let mut columns = vec![
         Column::plain("NAME"),
         Column::status("STATUS"),
@@ -60,14 +68,14 @@ fn human_list(
         Column::plain("TMUX"),
         Column::plain("MSG"),
     ];
-    if all {
+    if scope == Scope::All {
         columns.extend([Column::plain("VERDICT"), Column::plain("REASON")]);
     }
     let (mut records, mut live) = (0_usize, 0_usize);
     let mut rows = sessions.map(|s| {
         records += 1;
         live += usize::from(s.verdict.liveness == Liveness::Live);
-        row(&s, all, now)
+        row(&s, scope, now)
     });
     let sample: Vec<Vec<String>> = rows.by_ref().take(WIDTH_SAMPLE).collect();
     if sample.is_empty() {
@@ -88,7 +96,7 @@ fn human_list(
     for row in rows {
         to.write_all(columns.row(&row).as_bytes())?;
     }
-    if all {
+    if scope == Scope::All {
         writeln!(to, "{records} records, {live} live.")
     } else {
         let plural = if live == 1 { "" } else { "s" };
@@ -96,8 +104,8 @@ fn human_list(
     }
 }
 
-/// One session's cells in `list`'s table.
-fn row(s: &Session, all: bool, now: u64) -> Vec<String> {
+/// One session's cells in `list`'s table; every record's also has its verdict.
+fn row(s: &Session, scope: Scope, now: u64) -> Vec<String> {
     let record = s.record.as_ref();
     let or_dash = |v: Option<&str>| v.unwrap_or("-").to_owned();
     let mut row = vec![
@@ -120,7 +128,7 @@ fn row(s: &Session, all: bool, now: u64) -> Vec<String> {
         }
         .to_owned(),
     ];
-    if all {
+    if scope == Scope::All {
         row.push(s.verdict.liveness.as_str().to_owned());
         row.push(or_dash(s.verdict.reason.as_deref()));
     }

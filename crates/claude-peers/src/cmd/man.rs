@@ -2,14 +2,12 @@
 
 use std::io::{self, Write};
 
-use clap::CommandFactory;
-
-use crate::cli::Cli;
 use crate::error::{Exit, Failure};
 
-pub(crate) fn run() -> Result<Exit, Failure> {
+/// The page of `command` (the whole command line).
+pub(crate) fn exec(command: clap::Command) -> Result<Exit, Failure> {
     let mut page = Vec::new();
-    clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+    clap_mangen::Man::new(command).render(&mut page)?;
     let mut stdout = io::stdout().lock();
     stdout.write_all(&page)?;
     stdout.flush()?;

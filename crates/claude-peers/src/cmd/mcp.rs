@@ -58,7 +58,7 @@ use tokio::task::JoinError;
 use crate::error::{Exit, Failure};
 use crate::json::{SessionDetailJson, SessionJson, SessionsJson, WhoamiJson};
 use crate::ops::{Context, policy, sessions, whoami};
-use crate::output::Output;
+use crate::output::{Format, Output};
 use inbox::{Events, Inbox, Whom};
 
 /// How rmcp begins the message of arguments that do not deserialize.
@@ -558,7 +558,7 @@ impl ServerHandler for Peers {
 
 /// Where scan warnings go: stderr, as with `--json` (stdout is the protocol's).
 fn diagnostics() -> Output {
-    Output::new(true)
+    Output::new(Format::Json)
 }
 
 fn to_json(value: &impl Serialize) -> Result<String, Failure> {

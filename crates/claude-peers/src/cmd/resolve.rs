@@ -7,14 +7,21 @@ use crate::ops::{Context, sessions};
 use crate::output::Output;
 use crate::table::field;
 
-pub(crate) fn run(ctx: &Context, session_id: &str, out: &Output) -> Result<Exit, Failure> {
-    let session = sessions::resolve(ctx, session_id, out)?;
-    if out.json {
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A session id, or the name of exactly one live session
+    #[arg(value_name = "SESSION_ID|NAME")]
+    target: String,
+}
+
+pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Failure> {
+    let session = sessions::resolve(ctx, &args.target, out)?;
+    if out.is_json() {
         out.json(&SessionJson::addressable(&session))?;
     } else {
         out.text(&format!(
             "{} is live and addressable: pid {}, name {}, socket {}.\n",
-            field(session_id),
+            field(&args.target),
             session.pid,
             field(session.record.name.as_deref().unwrap_or("(none)")),
             field(&session.socket.to_string_lossy()),

@@ -1,12 +1,15 @@
 //! `send`: one message to one live session, through Claude Code's own `SendMessage`
 //! or the user's relay program.
 
+use std::ffi::OsString;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use claude_peer_deliver::{Basis, Delivered, Inbound, Outcome};
 use claude_peer_resolve::Target;
+use claude_peer_sender::DEFAULT_READ_WAIT;
 
-use crate::cli::SendArgs;
+use crate::args::{ManagedSettingsArg, Seconds, SenderArgs, TimeoutArg, seconds, seconds_or_zero};
 use crate::error::{Exit, Failure};
 use crate::json::{BroadcastJson, DeliveredJson};
 use crate::ops::broadcast::{Targets, broadcast};
@@ -16,8 +19,50 @@ use crate::output::Output;
 use crate::signals::{Interrupt, OnSignal};
 use crate::table::field;
 
-pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Failure> {
-    let ctx = ctx.with_managed_settings(args.managed_settings);
+// `send`'s flags (its help is the command's, in `cli.rs`).
+#[derive(Debug, clap::Args)]
+#[allow(
+    clippy::doc_markdown,
+    reason = "doc comments here are the --help text people read, not rustdoc"
+)]
+pub(crate) struct Args {
+    /// Session ids, or names of exactly one live session each
+    #[arg(value_name = "TARGET")]
+    targets: Vec<String>,
+    /// Every live session too
+    #[arg(long)]
+    all_live: bool,
+    /// Every live session whose working directory is DIR or below it too
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Seconds to wait for a target that is not live yet before it is refused not_live
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    wait_live: Option<Seconds>,
+    /// The message [default: read from stdin]
+    #[arg(long, value_name = "TEXT")]
+    message: Option<String>,
+    #[command(flatten)]
+    sender: SenderArgs,
+    #[command(flatten)]
+    timeout: TimeoutArg,
+    /// Seconds a queued message (its receiver is busy) is waited for to be read; 0
+    /// returns at queued
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = Seconds(DEFAULT_READ_WAIT),
+        value_parser = seconds_or_zero
+    )]
+    read_wait: Seconds,
+    #[command(flatten)]
+    managed_settings: ManagedSettingsArg,
+    /// A relay program and its arguments, passed as given (no shell)
+    #[arg(last = true, value_name = "PROGRAM [ARGS]", conflicts_with = "claude")]
+    relay: Vec<OsString>,
+}
+
+pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failure> {
+    let ctx = ctx.with_managed_settings(args.managed_settings.path);
     // As the sessions report theirs: links resolved, where the directory exists.
     let cwd = args
         .cwd
@@ -30,7 +75,7 @@ pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Fa
     let targets = Targets {
         given: args.targets,
         select,
-        wait_live: args.wait_live,
+        wait_live: args.wait_live.map(|s| s.0),
     };
     if targets.given.is_empty() && targets.select.is_none() {
         return Err(Failure::error(
@@ -46,8 +91,13 @@ pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Fa
     } else {
         None
     };
-    let relay = Relayed::program_or(args.relay, args.timeout, || {
-        let relay = send::claude(args.claude, args.from, args.timeout)?.read_wait(args.read_wait);
+    let relay = Relayed::program_or(args.relay, args.timeout.seconds.0, || {
+        let relay = send::claude(
+            args.sender.claude.path,
+            args.sender.from,
+            args.timeout.seconds.0,
+        )?
+        .read_wait(args.read_wait.0);
         Ok(match &interrupt {
             Some(interrupt) => relay.cancel_with(interrupt.cancel()),
             None => relay,
@@ -73,7 +123,7 @@ pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Fa
     let mut outcomes = outcomes?;
     if single && let Some(outcome) = outcomes.pop() {
         let delivered = outcome.result?;
-        if out.json {
+        if out.is_json() {
             out.json(&DeliveredJson::new(&delivered, relay.via()))?;
         } else {
             out.text(&sentence(&delivered))?;
@@ -81,7 +131,7 @@ pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Fa
         return Ok(Exit::Success);
     }
     let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
-    if out.json {
+    if out.is_json() {
         out.json(&BroadcastJson::new(&outcomes, relay.via()))?;
     } else {
         let mut text = String::new();

@@ -2,11 +2,11 @@
 
 use std::fmt::Write as _;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use claude_peer_settings::{InboundPolicy, LayerState, Snapshot};
 
-use crate::cli::{Policy, SettingsAction};
+use crate::args::ManagedSettingsArg;
 use crate::error::{Exit, Failure};
 use crate::json::SettingsJson;
 use crate::ops::settings::Change;
@@ -14,14 +14,49 @@ use crate::ops::{Context, policy, settings};
 use crate::output::Output;
 use crate::table::{Column, Style, table};
 
-pub(crate) fn run(
-    ctx: Context,
-    action: Option<SettingsAction>,
-    out: &Output,
-) -> Result<Exit, Failure> {
-    let snapshot = match action {
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Set crossSessionInbound (a compare-and-swap with --expect-revision)
+    Set {
+        /// The policy: accept delivers automatically, hold asks the user, refuse drops
+        policy: Policy,
+        /// Write only if the file still has this revision (from `settings`); else exit 4
+        #[arg(long, value_name = "REV")]
+        expect_revision: Option<String>,
+    },
+    /// Remove crossSessionInbound, back to Claude Code's default (which is not accept)
+    Reset {
+        /// Write only if the file still has this revision (from `settings`); else exit 4
+        #[arg(long, value_name = "REV")]
+        expect_revision: Option<String>,
+    },
+    /// The policy a session in DIR gets, as far as files show, and every layer read
+    Effective {
+        /// The session's working directory [default: the current directory]
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        #[command(flatten)]
+        managed_settings: ManagedSettingsArg,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Policy {
+    Accept,
+    Hold,
+    Refuse,
+}
+
+pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failure> {
+    let snapshot = match args.action {
         None => settings::read(&ctx)?,
-        Some(SettingsAction::Set {
+        Some(Action::Set {
             policy,
             expect_revision,
         }) => {
@@ -32,15 +67,15 @@ pub(crate) fn run(
             };
             settings::change(&ctx, Change::Set(policy), expect_revision.as_deref())?
         }
-        Some(SettingsAction::Reset { expect_revision }) => {
+        Some(Action::Reset { expect_revision }) => {
             settings::change(&ctx, Change::Reset, expect_revision.as_deref())?
         }
-        Some(SettingsAction::Effective {
+        Some(Action::Effective {
             cwd,
             managed_settings,
         }) => {
-            let report = policy::effective(&ctx.with_managed_settings(managed_settings), cwd)?;
-            if out.json {
+            let report = policy::effective(&ctx.with_managed_settings(managed_settings.path), cwd)?;
+            if out.is_json() {
                 out.json(&report)?;
             } else {
                 out.text(&human_effective(&report))?;
@@ -54,7 +89,7 @@ pub(crate) fn run(
 
 fn print_snapshot(snapshot: &Snapshot, out: &Output) -> io::Result<()> {
     let value = snapshot.inbound.map(InboundPolicy::as_str);
-    if out.json {
+    if out.is_json() {
         return out.json(&SettingsJson {
             path: &snapshot.path,
             revision: snapshot.revision.as_str(),

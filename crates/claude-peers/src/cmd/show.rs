@@ -9,10 +9,17 @@ use crate::ops::{Context, sessions};
 use crate::output::Output;
 use crate::table::{Column, Style, now_ms, session_fields, table};
 
-pub(crate) fn run(ctx: &Context, target: &str, out: &Output) -> Result<Exit, Failure> {
-    let session = sessions::find(ctx, target, out)?;
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A session id, or the name of exactly one live session
+    #[arg(value_name = "SESSION_ID|NAME")]
+    target: String,
+}
+
+pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Failure> {
+    let session = sessions::find(ctx, &args.target, out)?;
     let transcript = sessions::transcript(ctx, &session, out);
-    if out.json {
+    if out.is_json() {
         out.json(&SessionDetailJson::new(&session, transcript.as_ref()))?;
     } else {
         out.text(&human_show(&session, transcript.as_ref()))?;

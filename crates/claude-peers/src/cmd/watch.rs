@@ -17,9 +17,16 @@ use crate::ops::Context;
 use crate::output::Output;
 use crate::table::{field, now_ms, status_text};
 
-pub(crate) fn run(ctx: &Context, force_poll: bool, out: &Output) -> Result<Exit, Failure> {
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Poll the registry instead of using inotify (for file systems without it)
+    #[arg(long)]
+    poll: bool,
+}
+
+pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Failure> {
     let home = ctx.home.clone();
-    let mut watcher = if force_poll {
+    let mut watcher = if args.poll {
         Watcher::os_polling(home)
     } else {
         Watcher::os(home)
@@ -39,7 +46,7 @@ pub(crate) fn run(ctx: &Context, force_poll: bool, out: &Output) -> Result<Exit,
 
 fn print(out: &Output, event: &Event) -> io::Result<()> {
     let session = event.session();
-    if out.json {
+    if out.is_json() {
         return out.json(&WatchEventJson {
             event: event.as_str(),
             session: SessionJson::live(session),

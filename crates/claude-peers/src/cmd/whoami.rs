@@ -9,7 +9,7 @@ use crate::table::field;
 pub(crate) fn run(ctx: &Context, out: &Output) -> Result<Exit, Failure> {
     sessions::warn_registry(ctx, out);
     let session = whoami::whoami(ctx, std::process::id())?;
-    if out.json {
+    if out.is_json() {
         out.json(&WhoamiJson {
             session: SessionJson::live(&session),
         })?;
