@@ -3,7 +3,7 @@
 //! This project never writes Claude Code's messaging socket. [`ClaudeRelay`] runs the
 //! user's `claude` headless as the sender, its model this project's scripted endpoint
 //! ([`claude_peer_endpoint`]: no language model, no credentials, no request leaves the machine), guarded by
-//! [`hook`]s that allow exactly the planned call; [`Mailbox`] keeps one such sender
+//! the hooks of [`claude_peer_guard`] that allow exactly the planned call; [`Mailbox`] keeps one such sender
 //! running for many sends, later receipts and replies. Whether a send may happen, and to
 //! whom, is decided by `claude-peer-deliver`'s [`Courier`](claude_peer_deliver::Courier),
 //! the same gate every relay goes through.
@@ -27,7 +27,6 @@ mod cancel;
 mod channel;
 mod claude;
 mod error;
-pub mod hook;
 mod mailbox;
 mod name;
 mod sender;

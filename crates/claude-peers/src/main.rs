@@ -27,9 +27,7 @@ fn main() -> ExitCode {
     // own (exit 2 blocks), not a command for people, so it is answered before parsing.
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     if args.first().is_some_and(|first| first == HOOK) {
-        return ExitCode::from(
-            u8::try_from(claude_peer_sender::hook::run(&args[1..])).unwrap_or(2),
-        );
+        return ExitCode::from(u8::try_from(claude_peer_guard::run(&args[1..])).unwrap_or(2));
     }
     let cli = Cli::parse();
     let out = Output::new(if cli.json {

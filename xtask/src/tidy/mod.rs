@@ -22,7 +22,7 @@ use string_errors::string_errors;
 use crate::{cargo_bin, workspace_root};
 
 /// ARCHITECTURE.md's layers, bottom-up: a crate may depend only on crates before it.
-const LAYERS: [&str; 10] = [
+const LAYERS: [&str; 11] = [
     "claude-peer-registry",
     "claude-peer-endpoint",
     "claude-peer-probe",
@@ -31,6 +31,7 @@ const LAYERS: [&str; 10] = [
     "claude-peer-resolve",
     "claude-peer-watch",
     "claude-peer-deliver",
+    "claude-peer-guard",
     "claude-peer-sender",
     COMMAND,
 ];

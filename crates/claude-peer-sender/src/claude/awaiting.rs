@@ -5,8 +5,8 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use claude_peer_deliver::RelayFailure;
+use claude_peer_guard::{canary_blocked, read_refusal};
 
-use crate::hook;
 use crate::sender::{JobIds, Sender};
 use crate::stream::{Line, Queued};
 
@@ -21,7 +21,7 @@ pub(crate) enum TurnEnd {
 
 /// Follows the sender's stream through a job's canary to the tool result of its send,
 /// handing every other line to `other`: the `msg_id` on success. Nothing is sent unless
-/// the guard proved it runs by blocking the canary ([`hook::canary_blocked`], the same
+/// the guard proved it runs by blocking the canary ([`canary_blocked`], the same
 /// fact the scripted model goes by); without that proof, `delivery_failed` says why.
 pub(crate) fn await_sent(
     sender: &mut Sender,
@@ -31,7 +31,7 @@ pub(crate) fn await_sent(
     mut other: impl FnMut(Line),
 ) -> Result<Option<String>, RelayFailure> {
     let canary = await_call(sender, &ids.canary, deadline, turn_end, &mut other)?;
-    if !hook::canary_blocked(sender.plans(), &ids.canary) {
+    if !canary_blocked(sender.plans(), &ids.canary) {
         return Err(RelayFailure::new(format!(
             "the sender's guard hook did not run (hooks switched off by managed settings, or the hook program cannot start), so nothing was sent; its check call ended: {}",
             canary.text
@@ -54,7 +54,7 @@ pub(crate) fn await_result(
     if called.success {
         return Ok(called.msg_id);
     }
-    Err(hook::read_refusal(sender.plans(), id).map_or_else(
+    Err(read_refusal(sender.plans(), id).map_or_else(
         || RelayFailure::new(format!("Claude Code's SendMessage failed: {}", called.text)),
         |refusal| RelayFailure::refused(refusal.kind, refusal.message),
     ))

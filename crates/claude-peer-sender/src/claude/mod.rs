@@ -16,7 +16,8 @@ use claude_peer_deliver::{Confirmation, Relay, RelayFailure, Target};
 use crate::cancel::Running;
 use crate::channel::Line;
 use crate::sender::{Sender, SenderOptions};
-use crate::{Cancel, Error, hook};
+use crate::{Cancel, Error};
+use claude_peer_guard::protocol;
 
 pub(crate) use awaiting::{TurnEnd, await_result, await_sent};
 use receipt::{Waits, send_once};
@@ -53,7 +54,7 @@ pub struct ClaudeRelay {
 impl ClaudeRelay {
     /// A relay running the Claude Code at `claude`, with hooks run as the program and
     /// arguments in `hook` followed by the hook's own arguments (for example
-    /// `["/usr/local/bin/claude-peers", "hook"]`; see [`crate::hook::run`]).
+    /// `["/usr/local/bin/claude-peers", "hook"]`; see [`claude_peer_guard::run`]).
     pub fn new(claude: impl Into<PathBuf>, hook: Vec<OsString>) -> Self {
         Self {
             options: SenderOptions::new(claude.into(), hook),
@@ -142,7 +143,7 @@ impl ClaudeRelay {
     pub fn probe(&self) -> Result<Capabilities, Error> {
         let deadline = Instant::now() + self.timeout;
         let mut sender = Sender::start(&self.options)?;
-        sender.prompt(&format!("{}probe", hook::PROMPT_PREFIX))?;
+        sender.prompt(&format!("{}probe", protocol::PROMPT_PREFIX))?;
         let found = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match sender.lines.recv_timeout(left) {

@@ -31,9 +31,10 @@ pub use home::default_sender_home;
 
 use crate::Error;
 use crate::channel::Line;
-use crate::hook::{Call as PlannedCall, Plan};
 use crate::stream::Printed;
 use claude_peer_endpoint::Endpoint;
+use claude_peer_guard::protocol::Token;
+use claude_peer_guard::{Call as PlannedCall, Plan};
 use script::{Call, Jobs};
 
 /// The sender's default name, shown to the receiver: `claude-peers`.
@@ -237,10 +238,9 @@ impl Sender {
             plans.push((id.clone(), plan(PlannedCall::IdleSubscription)));
         }
         for (id, plan) in &plans {
-            plan.write(&self.run_dir.path().join(format!("{id}.json")))
-                .map_err(Error::Plan)?;
+            plan.write(self.run_dir.path(), id).map_err(Error::Plan)?;
         }
-        let token = format!("claude-peers send {}-{n}", &self.secret[..8]);
+        let token = Token::new(&self.secret[..8], n);
         let calls = plans
             .into_iter()
             .map(|(id, plan)| Call {
@@ -249,7 +249,7 @@ impl Sender {
             })
             .collect();
         self.jobs.push(token.clone(), calls);
-        self.prompt(&token)?;
+        self.prompt(token.as_str())?;
         Ok(ids)
     }
 

@@ -6,8 +6,9 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::Value;
 
-use crate::hook::canary_blocked;
 use claude_peer_endpoint::Reply;
+use claude_peer_guard::canary_blocked;
+use claude_peer_guard::protocol::Token;
 
 /// One planned `SendMessage` call: its tool-use id and input.
 #[derive(Debug, Clone)]
@@ -20,7 +21,7 @@ pub(super) struct Call {
 /// guard must block, then the planned calls.
 #[derive(Debug)]
 pub(super) struct Job {
-    pub(super) token: String,
+    pub(super) token: Token,
     pub(super) calls: Vec<Call>,
     pub(super) issued: usize,
 }
@@ -62,7 +63,7 @@ impl Jobs {
         }
         let next = jobs
             .iter()
-            .position(|job| texts.iter().any(|t| t.contains(&job.token)));
+            .position(|job| texts.iter().any(|t| job.token.is_in(t)));
         let Some(at) = next else {
             return Reply::Text("Done.".to_owned());
         };
@@ -143,7 +144,7 @@ fn user_texts_of(message: &Value) -> Vec<&str> {
 
 impl Jobs {
     /// Adds a job: its prompt's token and its calls, the canary first.
-    pub(super) fn push(&self, token: String, calls: Vec<Call>) {
+    pub(super) fn push(&self, token: Token, calls: Vec<Call>) {
         self.jobs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -178,9 +179,9 @@ mod tests {
             }
         }
 
-        /// A job of `token` whose calls are `ids` after its canary `<first id>_canary`,
-        /// which the guard blocked when `guarded`.
-        fn push(&self, token: &str, ids: &[&str], guarded: bool) {
+        /// A job `claude-peers send t-<job>` whose calls are `ids` after its canary
+        /// `<first id>_canary`, which the guard blocked when `guarded`.
+        fn push(&self, job: u64, ids: &[&str], guarded: bool) {
             let canary = format!("{}_canary", ids[0]);
             if guarded {
                 fs::write(self.plans.path().join(format!("{canary}.blocked")), "").unwrap();
@@ -192,7 +193,7 @@ mod tests {
                     input: json!({"to": "/s.sock", "message": id}),
                 })
                 .collect();
-            self.jobs.push(token.to_owned(), calls);
+            self.jobs.push(Token::new("t", job), calls);
         }
 
         fn reply(&self, request: &Value) -> Option<String> {
@@ -210,7 +211,7 @@ mod tests {
             .collect();
         if result {
             messages.push(json!({"role": "assistant", "content": []}));
-            messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "claude-peers send t2"}]}));
+            messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "claude-peers send t-2"}]}));
         }
         json!({"messages": messages})
     }
@@ -218,9 +219,9 @@ mod tests {
     #[test]
     fn each_planned_call_is_answered_once_in_order_and_only_for_its_prompt() {
         let script = Script::new();
-        script.push("claude-peers send t1", &["a", "a_idle"], true);
-        script.push("claude-peers send t2", &["b"], true);
-        let t1 = |result| script.reply(&request(&["claude-peers send t1"], result));
+        script.push(1, &["a", "a_idle"], true);
+        script.push(2, &["b"], true);
+        let t1 = |result| script.reply(&request(&["claude-peers send t-1"], result));
         assert_eq!(script.reply(&request(&["hello"], false)), None);
         assert_eq!(t1(false).as_deref(), Some("a_canary"));
         assert_eq!(t1(true).as_deref(), Some("a"));
@@ -228,7 +229,7 @@ mod tests {
         assert_eq!(t1(true), None);
         // Prompts Claude Code merged into one turn are each answered, and a token seen
         // only inside a tool result is not a prompt.
-        let merged = request(&["claude-peers send t1\nclaude-peers send t2"], false);
+        let merged = request(&["claude-peers send t-1\nclaude-peers send t-2"], false);
         assert_eq!(script.reply(&merged).as_deref(), Some("b_canary"));
         assert_eq!(script.reply(&merged).as_deref(), Some("b"));
     }
@@ -236,10 +237,13 @@ mod tests {
     #[test]
     fn no_planned_call_follows_a_canary_the_guard_did_not_block() {
         let script = Script::new();
-        script.push("claude-peers send t1", &["a"], false);
-        let t1 = |result| script.reply(&request(&["claude-peers send t1"], result));
+        script.push(1, &["a"], false);
+        let t1 = |result| script.reply(&request(&["claude-peers send t-1"], result));
         assert_eq!(t1(false).as_deref(), Some("a_canary"));
-        let Reply::Text(text) = script.jobs.reply(&request(&["claude-peers send t1"], true)) else {
+        let Reply::Text(text) = script
+            .jobs
+            .reply(&request(&["claude-peers send t-1"], true))
+        else {
             panic!("an unguarded job made its planned call");
         };
         assert_eq!(text, UNGUARDED);
@@ -249,9 +253,9 @@ mod tests {
     #[test]
     fn a_compaction_is_answered_with_text_naming_what_is_pending_and_finished_jobs_go() {
         let script = Script::new();
-        script.push("claude-peers send t1", &["a"], true);
-        script.push("claude-peers send t2", &["b"], true);
-        let t1 = |result| script.reply(&request(&["claude-peers send t1"], result));
+        script.push(1, &["a"], true);
+        script.push(2, &["b"], true);
+        let t1 = |result| script.reply(&request(&["claude-peers send t-1"], result));
         assert_eq!(t1(false).as_deref(), Some("a_canary"));
         assert_eq!(t1(true).as_deref(), Some("a"));
         assert_eq!(
@@ -261,7 +265,7 @@ mod tests {
         );
         let compaction = request(
             &[
-                "claude-peers send t2",
+                "claude-peers send t-2",
                 "CRITICAL: Respond with TEXT ONLY. Your task is to create a detailed summary of the conversation so far",
             ],
             false,
@@ -270,11 +274,11 @@ mod tests {
             panic!("a compaction is never answered with a tool call, even with a send pending");
         };
         assert!(
-            summary.contains("<summary>") && summary.contains("claude-peers send t2"),
+            summary.contains("<summary>") && summary.contains("claude-peers send t-2"),
             "{summary}"
         );
         assert!(
-            !summary.contains("send t1"),
+            !summary.contains("send t-1"),
             "nothing of what was made: {summary}"
         );
         // Claude Code goes on from the summary alone: the pending send is still made.

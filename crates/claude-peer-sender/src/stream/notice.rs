@@ -4,7 +4,7 @@
 
 use claude_peer_deliver::Outcome;
 
-use crate::hook::PROMPT_PREFIX;
+use claude_peer_guard::protocol;
 
 /// A prompt another session queued for the sender, kept from its model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,10 +103,7 @@ fn next_marker(text: &str) -> Option<usize> {
 
 /// This project's own send prompts among the lines of `text` (outside any message).
 fn ours(text: &str) -> impl Iterator<Item = Queued> + '_ {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| line.starts_with(PROMPT_PREFIX))
-        .map(|line| Queued::Ours(line.to_owned()))
+    protocol::ours(text).map(|line| Queued::Ours(line.to_owned()))
 }
 
 /// A message in its envelope, read by the one envelope reader (the transcript's).

@@ -1,5 +1,8 @@
-//! The plan of one tool call: written by the sender before it asks for the call, read by
-//! the `pre-tool-use` hook in another process at the moment of the call.
+//! The plan files of one tool call, all named after its `tool_use_id` in the plans
+//! directory: the plan (`<id>.json`), written by the sender before it asks for the call
+//! and read by the `pre-tool-use` hook in another process at the moment of the call; the
+//! hook's marker of the call made (`<id>.used`), its note of a blocked canary
+//! (`<id>.blocked`) and of a refusal (`<id>.refusal.json`).
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
@@ -15,16 +18,17 @@ const MAX_PLAN_BYTES: u64 = 1024 * 1024;
 
 /// The one tool call a sender may make: whom it must still reach, and what it carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// The session, as the gate confirmed it; the hook confirms it again by the same rule.
-    pub(crate) target: Target,
-    pub(crate) call: Call,
+    pub target: Target,
+    /// What the call carries.
+    pub call: Call,
 }
 
 /// What a planned `SendMessage` carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum Call {
+pub enum Call {
     /// A message with exactly this text.
     Message(String),
     /// No message: a subscription to the target's next idle moment.
@@ -56,8 +60,9 @@ impl Plan {
         self.target.socket.to_string_lossy().into_owned()
     }
 
-    /// The `SendMessage` input this plan allows.
-    pub(crate) fn input(&self) -> Value {
+    /// The `SendMessage` input this plan allows: what the scripted model calls with.
+    #[must_use]
+    pub fn input(&self) -> Value {
         match &self.call {
             Call::Message(text) => json!({"to": self.to(), "message": text}),
             Call::IdleSubscription => {
@@ -67,26 +72,38 @@ impl Plan {
         }
     }
 
-    /// Writes the plan to `path` (created, never followed through a link).
-    pub(crate) fn write(&self, path: &Path) -> io::Result<()> {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    /// Writes the plan of the call `tool_use_id` into the directory `plans`, where the
+    /// hook looks for it (created, never followed through a link).
+    pub fn write(&self, plans: &Path, tool_use_id: &str) -> io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(plan_path(plans, tool_use_id))?;
         file.write_all(&serde_json::to_vec(self).map_err(io::Error::other)?)
     }
 
-    pub(crate) fn read(path: &Path) -> Result<Self, PlanError> {
-        let unreadable = |source| PlanError::Unreadable {
-            path: path.to_path_buf(),
-            source,
-        };
+    /// Reads the plan of the call `tool_use_id` from the directory `plans`.
+    pub(crate) fn read(plans: &Path, tool_use_id: &str) -> Result<Self, PlanError> {
+        let path = plan_path(plans, tool_use_id);
         let mut bytes = Vec::new();
-        fs::File::open(path)
-            .and_then(|file| file.take(MAX_PLAN_BYTES).read_to_end(&mut bytes))
-            .map_err(unreadable)?;
-        serde_json::from_slice(&bytes).map_err(|source| PlanError::Invalid {
-            path: path.to_path_buf(),
-            source,
-        })
+        if let Err(source) =
+            fs::File::open(&path).and_then(|file| file.take(MAX_PLAN_BYTES).read_to_end(&mut bytes))
+        {
+            return Err(PlanError::Unreadable { path, source });
+        }
+        serde_json::from_slice(&bytes).map_err(|source| PlanError::Invalid { path, source })
     }
+}
+
+/// Where the plan of the call `tool_use_id` is.
+fn plan_path(plans: &Path, tool_use_id: &str) -> PathBuf {
+    plans.join(format!("{tool_use_id}.json"))
+}
+
+/// Where the hook marks the planned call `tool_use_id` made (created once: a second
+/// identical call is blocked).
+pub(crate) fn used_path(plans: &Path, tool_use_id: &str) -> PathBuf {
+    plans.join(format!("{tool_use_id}.used"))
 }
 
 /// Where the hook notes that it blocked the canary `tool_use_id`: beside its plan.
@@ -106,7 +123,8 @@ pub(crate) fn note_canary(plans: &Path, tool_use_id: &str) -> io::Result<()> {
 /// Whether the hook blocked the canary `tool_use_id` and noted it: the proof that the
 /// guard runs. The scripted model makes no planned call of a job without it, and the
 /// relay reports its absence.
-pub(crate) fn canary_blocked(plans: &Path, tool_use_id: &str) -> bool {
+#[must_use]
+pub fn canary_blocked(plans: &Path, tool_use_id: &str) -> bool {
     fs::symlink_metadata(canary_path(plans, tool_use_id)).is_ok_and(|meta| meta.is_file())
 }
 
@@ -121,8 +139,9 @@ pub(crate) fn note_refusal(plans: &Path, tool_use_id: &str, refusal: &Refusal) {
     let _ = fs::write(refusal_path(plans, tool_use_id), noted.to_string());
 }
 
-/// Reads a refusal the hook noted for the planned call `tool_use_id`.
-pub(crate) fn read_refusal(plans: &Path, tool_use_id: &str) -> Option<Refusal> {
+/// Reads a refusal the hook noted for the planned call `tool_use_id`, if it noted one.
+#[must_use]
+pub fn read_refusal(plans: &Path, tool_use_id: &str) -> Option<Refusal> {
     let value: Value =
         serde_json::from_slice(&fs::read(refusal_path(plans, tool_use_id)).ok()?).ok()?;
     let name = value.get("refusal")?.as_str()?;

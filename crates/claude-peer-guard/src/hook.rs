@@ -1,5 +1,5 @@
-//! The sender's hooks: this project's own code, run by the headless Claude Code sender
-//! at the two moments that matter.
+//! The hooks: this project's own code, run by the headless Claude Code sender at the two
+//! moments that matter.
 //!
 //! - **`pre-tool-use PLANS`**, before every tool call: allows a `SendMessage` only as
 //!   planned in `PLANS/<tool_use_id>.json` (same `to`, byte-identical `message`, the same
@@ -14,8 +14,6 @@
 //! Claude Code runs hooks as commands, so they must be a program: `claude-peers hook …`,
 //! or any binary of a harness that calls [`run`] with its arguments.
 
-mod plan;
-
 use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::io::{self, Read, Write};
@@ -25,14 +23,11 @@ use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::{Discovery, Refusal, RefusalKind};
 use serde_json::Value;
 
-pub(crate) use plan::{Call, Plan, canary_blocked, read_refusal};
-use plan::{PlanError, note_canary, note_refusal};
+use crate::plan::{Call, Plan, PlanError, note_canary, note_refusal, used_path};
+use crate::protocol::{PRE_TOOL_USE, USER_PROMPT_SUBMIT, only_ours};
 
 /// The largest hook input read from stdin: a 64 KiB message, JSON-escaped, with room.
 const MAX_INPUT_BYTES: u64 = 1024 * 1024;
-
-/// How this project's send prompts begin; every other prompt is kept from the model.
-pub(crate) const PROMPT_PREFIX: &str = "claude-peers send ";
 
 /// Why a hook blocks: its words reach Claude Code on stderr.
 #[derive(Debug, thiserror::Error)]
@@ -75,27 +70,43 @@ const ALLOW: &str = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","perm
 /// on stderr).
 #[must_use]
 pub fn run(args: &[OsString]) -> i32 {
+    run_with(
+        args,
+        io::stdin().lock(),
+        io::stdout().lock(),
+        io::stderr().lock(),
+    )
+}
+
+/// [`run`] on other streams: the hook's JSON input read from `input` (at most 1 MiB),
+/// the `allow` decision written to `out`, the reason for blocking to `err`.
+pub fn run_with(
+    args: &[OsString],
+    input: impl Read,
+    mut out: impl Write,
+    mut err: impl Write,
+) -> i32 {
     let allowed = match args {
-        [mode, plans] if mode == "pre-tool-use" => read_input()
+        [mode, plans] if mode == PRE_TOOL_USE => read_input(input)
             .and_then(|input| pre_tool_use(Path::new(plans), &input))
-            .and_then(|()| writeln!(io::stdout(), "{ALLOW}").map_err(Blocked::Input)),
-        [mode] if mode == "user-prompt-submit" => {
-            read_input().and_then(|input| user_prompt_submit(&input))
+            .and_then(|()| writeln!(out, "{ALLOW}").map_err(Blocked::Input)),
+        [mode] if mode == USER_PROMPT_SUBMIT => {
+            read_input(input).and_then(|input| user_prompt_submit(&input))
         }
         _ => Err(Blocked::Arguments(args.to_vec())),
     };
     match allowed {
         Ok(()) => 0,
         Err(why) => {
-            let _ = writeln!(io::stderr(), "{why}");
+            let _ = writeln!(err, "{why}");
             2
         }
     }
 }
 
-fn read_input() -> Result<Value, Blocked> {
+fn read_input(stdin: impl Read) -> Result<Value, Blocked> {
     let mut input = Vec::new();
-    io::stdin()
+    stdin
         .take(MAX_INPUT_BYTES)
         .read_to_end(&mut input)
         .map_err(Blocked::Input)?;
@@ -107,12 +118,7 @@ fn user_prompt_submit(input: &Value) -> Result<(), Blocked> {
         .get("prompt")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    // Claude Code may merge prompts queued together into one.
-    let ours = prompt
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .all(|line| line.trim().starts_with(PROMPT_PREFIX));
-    if ours && !prompt.trim().is_empty() {
+    if only_ours(prompt) {
         Ok(())
     } else {
         Err(Blocked::Inbound)
@@ -127,7 +133,7 @@ fn pre_tool_use(plans: &Path, input: &Value) -> Result<(), Blocked> {
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return Err(Blocked::Unplanned(id.to_owned()));
     }
-    let plan = Plan::read(&plans.join(format!("{id}.json")))?;
+    let plan = Plan::read(plans, id)?;
     if plan.call == Call::Canary {
         note_canary(plans, id).map_err(Blocked::CanaryNote)?;
         return Err(Blocked::Canary);
@@ -149,7 +155,7 @@ fn pre_tool_use(plans: &Path, input: &Value) -> Result<(), Blocked> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(plans.join(format!("{id}.used")))
+        .open(used_path(plans, id))
         .map_err(Blocked::AlreadyMade)?;
     if let Err(refusal) = confirm(&plan) {
         note_refusal(plans, id, &refusal);
@@ -200,6 +206,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::read_refusal;
 
     const ID: &str = "toolu_claude_peers_0";
 
@@ -218,7 +225,7 @@ mod tests {
             target,
             call: Call::Message("exact \"text\"\n".to_owned()),
         }
-        .write(&dir.path().join(format!("{ID}.json")))
+        .write(dir.path(), ID)
         .unwrap();
         dir
     }
@@ -265,7 +272,7 @@ mod tests {
             refused("../../etc/passwd", "SendMessage", &planned).contains("planned no tool call")
         );
         assert!(
-            !plans.join(format!("{ID}.used")).exists(),
+            !used_path(plans, ID).exists(),
             "refused calls use nothing up"
         );
 
@@ -358,8 +365,7 @@ mod tests {
             target: target.clone(),
             call: Call::Message("hi".to_owned()),
         };
-        plan.write(&plans.path().join(format!("{ID}.json")))
-            .unwrap();
+        plan.write(plans.path(), ID).unwrap();
         pre_tool_use(plans.path(), &call(ID, "SendMessage", &plan.input()))
     }
 
