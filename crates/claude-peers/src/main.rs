@@ -60,7 +60,11 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
             &ctx.with_managed_settings(managed_settings),
             cmd::top::Options {
                 bell,
-                color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+                colors: if output::colors_allowed() {
+                    cmd::top::Colors::On
+                } else {
+                    cmd::top::Colors::Off
+                },
                 claude,
                 from,
             },

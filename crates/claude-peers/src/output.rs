@@ -8,6 +8,12 @@ use serde::Serialize;
 use crate::error::Failure;
 use crate::table::{self, Style};
 
+/// Whether the user lets this program use colours at all: not when `NO_COLOR` is set to
+/// anything but the empty string (no-color.org). The one place that reads it.
+pub(crate) fn colors_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// The output channel of one invocation.
 #[derive(Debug)]
 pub(crate) struct Output {
@@ -21,9 +27,7 @@ pub(crate) struct Output {
 )]
 impl Output {
     pub(crate) fn new(json: bool) -> Self {
-        let color = !json
-            && io::stdout().is_terminal()
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let color = !json && io::stdout().is_terminal() && colors_allowed();
         Self {
             json,
             style: Style { color },
@@ -65,7 +69,7 @@ impl Output {
     }
 
     fn style_stderr(&self, word: &str) -> String {
-        if io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) {
+        if io::stderr().is_terminal() && colors_allowed() {
             format!("\x1b[33m{word}\x1b[0m")
         } else {
             word.to_owned()
