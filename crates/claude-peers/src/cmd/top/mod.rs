@@ -20,6 +20,8 @@ mod screen;
 mod state;
 mod view;
 
+#[cfg(test)]
+mod tests;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
