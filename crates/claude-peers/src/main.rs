@@ -20,7 +20,7 @@ use crate::cli::{Cli, Command};
 use crate::error::{Exit, Failure};
 use crate::ops::Context;
 use crate::ops::send::HOOK;
-use crate::output::{Format, Output, color_allowed};
+use crate::output::{Format, Output};
 
 fn main() -> ExitCode {
     // Claude Code runs the sender's hooks as `claude-peers hook …`: a protocol of their
@@ -58,7 +58,11 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
             &ctx.with_managed_settings(managed_settings.path),
             cmd::top::Options {
                 bell,
-                color: color_allowed(),
+                colors: if output::colors_allowed() {
+                    cmd::top::Colors::On
+                } else {
+                    cmd::top::Colors::Off
+                },
                 claude: sender.claude.path,
                 from: sender.from,
             },

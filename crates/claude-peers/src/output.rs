@@ -28,7 +28,7 @@ pub(crate) struct Output {
 )]
 impl Output {
     pub(crate) fn new(format: Format) -> Self {
-        let color = format == Format::Human && io::stdout().is_terminal() && color_allowed();
+        let color = format == Format::Human && io::stdout().is_terminal() && colors_allowed();
         Self {
             format,
             style: Style { color },
@@ -75,7 +75,7 @@ impl Output {
     }
 
     fn style_stderr(&self, word: &str) -> String {
-        if io::stderr().is_terminal() && color_allowed() {
+        if io::stderr().is_terminal() && colors_allowed() {
             format!("\x1b[33m{word}\x1b[0m")
         } else {
             word.to_owned()
@@ -100,8 +100,8 @@ impl Output {
     }
 }
 
-/// Whether colours may be used at all: not when `NO_COLOR` is set to anything
-/// (<https://no-color.org>). The one place it is read.
-pub(crate) fn color_allowed() -> bool {
+/// Whether the user lets this program use colours at all: not when `NO_COLOR` is set to
+/// anything but the empty string (no-color.org). The one place that reads it.
+pub(crate) fn colors_allowed() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use claude_peer_registry::Record;
+use claude_peer_registry::{Activity, Record};
 use claude_peer_resolve::Session;
 use claude_peer_transcript::Summary;
 
@@ -43,14 +43,43 @@ impl Paint {
         match self {
             Self::Plain => text.to_owned(),
             Self::Status => {
-                let code = match text.split(' ').next() {
-                    Some("busy") => "33",
-                    Some("idle") => "32",
-                    Some("waiting") => "35",
-                    _ => "2",
-                };
-                style.paint(code, text)
+                let word = text.split(' ').next();
+                let activity = [Activity::Waiting, Activity::Busy, Activity::Idle]
+                    .into_iter()
+                    .find(|a| Some(a.as_str()) == word);
+                style.paint(StatusColor::of(activity).sgr(), text)
             }
+        }
+    }
+}
+
+/// The colour of a status wherever one is shown (`list`'s column, `top`'s rows and
+/// counts): waiting stands out, busy warns, idle is calm, anything else is dimmed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatusColor {
+    Magenta,
+    Yellow,
+    Green,
+    Dim,
+}
+
+impl StatusColor {
+    pub(crate) const fn of(activity: Option<Activity>) -> Self {
+        match activity {
+            Some(Activity::Waiting) => Self::Magenta,
+            Some(Activity::Busy) => Self::Yellow,
+            Some(Activity::Idle) => Self::Green,
+            None => Self::Dim,
+        }
+    }
+
+    /// Its SGR code, for [`Style::paint`].
+    const fn sgr(self) -> &'static str {
+        match self {
+            Self::Magenta => "35",
+            Self::Yellow => "33",
+            Self::Green => "32",
+            Self::Dim => "2",
         }
     }
 }

@@ -50,10 +50,19 @@ pub(crate) struct Board {
     selected: Option<Pid>,
     /// Index in `shown` of the first row on screen.
     offset: usize,
+    /// How many rows the screen has room for.
+    height: usize,
     /// The last message sent to each session, by session id.
     mail: HashMap<String, Mail>,
     /// Replies from each session, by session id, oldest first.
     replies: HashMap<String, VecDeque<Reply>>,
+}
+
+/// One end of the shown rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    First,
+    Last,
 }
 
 /// Counts per status, for the header.
@@ -120,8 +129,16 @@ impl Board {
         self.reorder();
     }
 
-    /// Scrolls so that the selected row is among the `height` on screen.
-    pub(crate) fn scroll(&mut self, height: usize) {
+    /// The screen has room for `height` rows now (it was resized, or measured for a draw).
+    pub(crate) fn set_height(&mut self, height: usize) {
+        self.height = height;
+        self.scroll();
+    }
+
+    /// Scrolls so that the selected row is among the `height` on screen: after every
+    /// change of the rows, the selection or the height.
+    fn scroll(&mut self) {
+        let height = self.height;
         if let Some(at) = self.selected_index() {
             if at < self.offset {
                 self.offset = at;
@@ -134,20 +151,20 @@ impl Board {
             .min(self.shown.len().saturating_sub(height.max(1)));
     }
 
-    /// The shown sessions from the first on screen, at most `height` of them, and the
-    /// index among them of the selected one.
-    pub(crate) fn visible(&self, height: usize) -> (Vec<&LiveSession>, Option<usize>) {
+    /// The shown sessions from the first on screen, as many as there is room for, and
+    /// the index among them of the selected one.
+    pub(crate) fn visible(&self) -> (Vec<&LiveSession>, Option<usize>) {
         let rows = self
             .shown
             .iter()
             .skip(self.offset)
-            .take(height)
+            .take(self.height)
             .filter_map(|pid| self.sessions.get(pid))
             .collect();
         let selected = self
             .selected_index()
             .and_then(|at| at.checked_sub(self.offset))
-            .filter(|&at| at < height);
+            .filter(|&at| at < self.height);
         (rows, selected)
     }
 
@@ -172,16 +189,17 @@ impl Board {
         let last = self.shown.len() - 1;
         let to = at.saturating_add_signed(by).min(last);
         self.selected = Some(self.shown[to]);
+        self.scroll();
     }
 
-    /// Moves the selection to the first (`false`) or last (`true`) shown row.
-    pub(crate) fn move_to_end(&mut self, last: bool) {
-        let pid = if last {
-            self.shown.last()
-        } else {
-            self.shown.first()
+    /// Moves the selection to the first or the last shown row.
+    pub(crate) fn move_to_end(&mut self, end: End) {
+        let pid = match end {
+            End::First => self.shown.first(),
+            End::Last => self.shown.last(),
         };
         self.selected = pid.copied().or(self.selected);
+        self.scroll();
     }
 
     /// The live session `session_id`, shown or not.
@@ -240,6 +258,7 @@ impl Board {
         if !self.selected.is_some_and(|pid| self.shown.contains(&pid)) {
             self.selected = self.shown.first().copied();
         }
+        self.scroll();
     }
 }
 
@@ -299,8 +318,8 @@ mod tests {
     }
 
     fn names(board: &mut Board) -> Vec<String> {
-        board.scroll(100);
-        let (rows, _) = board.visible(100);
+        board.set_height(100);
+        let (rows, _) = board.visible();
         rows.iter()
             .map(|s| s.record.name.clone().unwrap())
             .collect()
@@ -395,28 +414,41 @@ mod tests {
     }
 
     proptest! {
-        /// Whatever the moves and the screen's height, the selected row is on screen.
+        /// Whatever the moves, the resizes and the sessions that come and go, the
+        /// selected row is on screen after each of them.
         #[test]
         fn the_selected_row_stays_in_view(
             n in 0_u32..300,
             height in 1_usize..60,
-            moves in proptest::collection::vec(-70_isize..70, 0..30),
+            steps in proptest::collection::vec((-70_isize..70, 1_usize..60, 0_u32..300), 0..30),
         ) {
             let mut board = Board::default();
+            board.set_height(height);
             board.apply((1..=n).map(|i| Event::Appeared(session(i + 1, &format!("s{i:03}"), "idle", 0))));
-            for by in moves {
+            let mut live = n;
+            for (by, height, gone) in steps {
                 board.move_by(by);
-                let selected = board.selected().map(|s| s.pid);
-                board.scroll(height);
-                let (rows, at) = board.visible(height);
-                prop_assert!(rows.len() <= height);
-                prop_assert_eq!(rows.len(), (n as usize).min(height));
-                match (selected, at) {
-                    (Some(pid), Some(at)) => prop_assert_eq!(rows[at].pid, pid),
-                    (None, None) => prop_assert_eq!(n, 0),
-                    other => prop_assert!(false, "selection {:?} not in view", other),
+                assert_in_view(&board, live)?;
+                board.set_height(height);
+                assert_in_view(&board, live)?;
+                if gone < live {
+                    board.apply([Event::Vanished(session(live + 1, "", "idle", 0))]);
+                    live -= 1;
+                    assert_in_view(&board, live)?;
                 }
             }
         }
+    }
+
+    fn assert_in_view(board: &Board, live: u32) -> Result<(), TestCaseError> {
+        let selected = board.selected().map(|s| s.pid);
+        let (rows, at) = board.visible();
+        prop_assert_eq!(rows.len(), (live as usize).min(board.height));
+        match (selected, at) {
+            (Some(pid), Some(at)) => prop_assert_eq!(rows[at].pid, pid),
+            (None, None) => prop_assert_eq!(live, 0),
+            other => prop_assert!(false, "selection {:?} not in view", other),
+        }
+        Ok(())
     }
 }

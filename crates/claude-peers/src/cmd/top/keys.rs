@@ -1,200 +1,203 @@
-//! What each key does, in each of the dashboard's modes.
+//! What each key does, in each of the dashboard's modes: a change of the state, and
+//! the action the loop must then take, if any (it does the IO; this does none).
 
 use claude_peer_deliver::MAX_MESSAGE_BYTES;
+use claude_peer_resolve::Addressability;
 use claude_peer_settings::{InboundPolicy, Revision};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::App;
-use super::board::Mail as Sent;
-use super::mail::Mail;
-use crate::error::Exit;
-use crate::ops::settings::{self, Change};
+use super::board::{End, Mail};
+use super::state::{Mode, State};
 
 /// The longest filter kept, in characters.
 const MAX_FILTER: usize = 200;
+/// How many rows Page Down and Page Up move by.
+const PAGE: isize = 20;
 
-/// What the keys act on now.
+/// What a key asks of the world outside the state.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Mode {
-    /// The table: move, open, filter, message, policy.
-    Table,
-    /// One session's details, by session id (it stays open while the session lives).
-    Details(String),
-    /// Typing the filter (applied as typed).
-    Filter,
-    /// Typing a message for a session.
-    Message {
+pub(crate) enum Action {
+    /// Send `text` to `session_id`; the row already shows it as being sent.
+    Send {
         session_id: String,
-        name: String,
         text: String,
     },
-    /// Choosing a new inbound policy.
-    Policy,
-    /// Confirming it: written only if the file is still at `revision`.
-    Confirm {
+    /// Write `crossSessionInbound: policy`, only if the file is still at `expected`.
+    SetPolicy {
         policy: InboundPolicy,
-        revision: Revision,
+        expected: Revision,
     },
-    Help,
+    Quit,
 }
 
-pub(crate) fn handle(app: &mut App, event: &Event, mail: &Mail) {
-    let key = match event {
-        Event::Key(key) => key,
-        Event::Paste(pasted) => return paste(app, pasted),
-        // A resize: the next draw measures the new size.
-        _ => return,
-    };
-    if key.kind == KeyEventKind::Release {
-        return;
+/// Applies one terminal event to `state`; what the loop must do about it.
+pub(crate) fn handle(state: &mut State, event: &Event) -> Option<Action> {
+    match event {
+        Event::Key(key) if key.kind != KeyEventKind::Release => key_press(state, key),
+        Event::Paste(pasted) => {
+            paste(state, pasted);
+            None
+        }
+        // A resize reaches the state as a height, measured for the next draw.
+        _ => None,
     }
+}
+
+fn key_press(state: &mut State, key: &KeyEvent) -> Option<Action> {
     if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-        app.quit = Some(Exit::Success);
-        return;
+        return Some(Action::Quit);
     }
-    match std::mem::replace(&mut app.mode, Mode::Table) {
-        Mode::Table => table(app, key),
+    match std::mem::replace(&mut state.mode, Mode::Table) {
+        Mode::Table => return table(state, key),
         Mode::Details(session_id) => {
-            if !matches!(key.code, KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q')) {
-                app.mode = Mode::Details(session_id);
+            if matches!(key.code, KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q')) {
+                state.transcript = None;
+            } else {
+                state.mode = Mode::Details(session_id);
             }
         }
         Mode::Help => {}
-        Mode::Filter => {
-            let mut filter = app.board.filter().to_owned();
-            match key.code {
-                KeyCode::Enter => return app.board.set_filter(filter),
-                KeyCode::Esc => return app.board.set_filter(String::new()),
-                _ => edit(&mut filter, key, MAX_FILTER),
-            }
-            app.board.set_filter(filter);
-            app.mode = Mode::Filter;
-        }
+        Mode::Filter => filter(state, key),
         Mode::Message {
             session_id,
             name,
-            mut text,
-        } => match key.code {
-            KeyCode::Esc => "message not sent".clone_into(&mut app.status),
-            KeyCode::Enter if text.trim().is_empty() => {
-                app.mode = Mode::Message {
-                    session_id,
-                    name,
-                    text,
-                };
+            text,
+        } => return message(state, key, session_id, name, text),
+        Mode::Policy => policy(state, key),
+        Mode::Confirm { policy, revision } => {
+            if matches!(key.code, KeyCode::Char('y' | 'Y')) {
+                return Some(Action::SetPolicy {
+                    policy,
+                    expected: revision,
+                });
             }
-            KeyCode::Enter => {
-                app.board.set_mail(&session_id, Sent::Sending);
-                app.status = format!("sending to {name}…");
-                mail.send(session_id, text);
-            }
-            _ => {
-                edit(&mut text, key, MAX_MESSAGE_BYTES);
-                app.mode = Mode::Message {
-                    session_id,
-                    name,
-                    text,
-                };
-            }
-        },
-        Mode::Policy => {
-            let policy = match key.code {
-                KeyCode::Char('a') => InboundPolicy::Accept,
-                KeyCode::Char('h') => InboundPolicy::Hold,
-                KeyCode::Char('r') => InboundPolicy::Refuse,
-                _ => {
-                    "policy unchanged".clone_into(&mut app.status);
-                    return;
-                }
-            };
-            match &app.settings {
-                Ok(snapshot) => {
-                    app.mode = Mode::Confirm {
-                        policy,
-                        revision: snapshot.revision.clone(),
-                    };
-                }
-                Err(why) => app.status = format!("cannot change the policy: {why}"),
+            "policy unchanged".clone_into(&mut state.status);
+        }
+    }
+    None
+}
+
+fn table(state: &mut State, key: &KeyEvent) -> Option<Action> {
+    let board = &mut state.board;
+    match key.code {
+        KeyCode::Char('q') => return Some(Action::Quit),
+        KeyCode::Char('j') | KeyCode::Down => board.move_by(1),
+        KeyCode::Char('k') | KeyCode::Up => board.move_by(-1),
+        KeyCode::PageDown => board.move_by(PAGE),
+        KeyCode::PageUp => board.move_by(-PAGE),
+        KeyCode::Char('g') | KeyCode::Home => board.move_to_end(End::First),
+        KeyCode::Char('G') | KeyCode::End => board.move_to_end(End::Last),
+        KeyCode::Char('/') => state.mode = Mode::Filter,
+        KeyCode::Esc => board.set_filter(String::new()),
+        KeyCode::Char('?') => state.mode = Mode::Help,
+        KeyCode::Char('p') => state.mode = Mode::Policy,
+        KeyCode::Enter => {
+            if let Some(session) = board.selected() {
+                state.mode = Mode::Details(session.record.session_id.clone());
             }
         }
-        Mode::Confirm { policy, revision } => {
-            if !matches!(key.code, KeyCode::Char('y' | 'Y')) {
-                "policy unchanged".clone_into(&mut app.status);
-                return;
-            }
-            let change = Change::Set(policy);
-            app.status = match settings::change(&app.ctx, change, Some(revision.as_str())) {
-                Ok(snapshot) => {
-                    let status = format!(
-                        "crossSessionInbound is now {} in {}",
-                        policy.as_str(),
-                        snapshot.path.display()
-                    );
-                    app.settings = Ok(snapshot);
-                    status
-                }
-                Err(failure) => format!("policy unchanged: {}", failure.message),
+        KeyCode::Char('m') => start_message(state),
+        _ => {}
+    }
+    None
+}
+
+/// Opens the message line for the selected session, when it can be messaged.
+fn start_message(state: &mut State) {
+    let Some(session) = state.board.selected() else {
+        "no session selected".clone_into(&mut state.status);
+        return;
+    };
+    let name = session.record.display_name().unwrap_or("-").to_owned();
+    match &session.addressability {
+        Addressability::Addressable(_) => {
+            state.mode = Mode::Message {
+                session_id: session.record.session_id.clone(),
+                name,
+                text: String::new(),
             };
+        }
+        Addressability::NotAddressable(why) => {
+            state.status = format!("{name} cannot be messaged: {why}");
         }
     }
 }
 
-fn table(app: &mut App, key: &KeyEvent) {
+fn filter(state: &mut State, key: &KeyEvent) {
+    let mut filter = state.board.filter().to_owned();
     match key.code {
-        KeyCode::Char('q') => app.quit = Some(Exit::Success),
-        KeyCode::Char('j') | KeyCode::Down => app.board.move_by(1),
-        KeyCode::Char('k') | KeyCode::Up => app.board.move_by(-1),
-        KeyCode::PageDown => app.board.move_by(20),
-        KeyCode::PageUp => app.board.move_by(-20),
-        KeyCode::Char('g') | KeyCode::Home => app.board.move_to_end(false),
-        KeyCode::Char('G') | KeyCode::End => app.board.move_to_end(true),
-        KeyCode::Char('/') => app.mode = Mode::Filter,
-        KeyCode::Esc => app.board.set_filter(String::new()),
-        KeyCode::Char('?') => app.mode = Mode::Help,
-        KeyCode::Char('p') => app.mode = Mode::Policy,
-        KeyCode::Enter => {
-            if let Some(session) = app.board.selected() {
-                app.mode = Mode::Details(session.record.session_id.clone());
-            }
+        KeyCode::Enter => {}
+        KeyCode::Esc => filter.clear(),
+        _ => {
+            edit(&mut filter, key, MAX_FILTER);
+            state.mode = Mode::Filter;
         }
-        KeyCode::Char('m') => match app.board.selected() {
-            Some(session) if session.addressability.is_addressable() => {
-                app.mode = Mode::Message {
-                    session_id: session.record.session_id.clone(),
-                    name: session.record.display_name().unwrap_or("-").to_owned(),
-                    text: String::new(),
-                };
-            }
-            Some(session) => {
-                app.status = format!(
-                    "{} cannot be messaged: {}",
-                    session.record.display_name().unwrap_or("-"),
-                    match &session.addressability {
-                        claude_peer_resolve::Addressability::NotAddressable(why) => why.to_string(),
-                        claude_peer_resolve::Addressability::Addressable(_) => String::new(),
-                    }
-                );
-            }
-            None => "no session selected".clone_into(&mut app.status),
-        },
-        _ => {}
+    }
+    state.board.set_filter(filter);
+}
+
+fn message(
+    state: &mut State,
+    key: &KeyEvent,
+    session_id: String,
+    name: String,
+    mut text: String,
+) -> Option<Action> {
+    match key.code {
+        KeyCode::Esc => "message not sent".clone_into(&mut state.status),
+        KeyCode::Enter if !text.trim().is_empty() => {
+            state.board.set_mail(&session_id, Mail::Sending);
+            state.status = format!("sending to {name}…");
+            return Some(Action::Send { session_id, text });
+        }
+        _ => {
+            edit(&mut text, key, MAX_MESSAGE_BYTES);
+            state.mode = Mode::Message {
+                session_id,
+                name,
+                text,
+            };
+        }
+    }
+    None
+}
+
+fn policy(state: &mut State, key: &KeyEvent) {
+    let policy = match key.code {
+        KeyCode::Char('a') => InboundPolicy::Accept,
+        KeyCode::Char('h') => InboundPolicy::Hold,
+        KeyCode::Char('r') => InboundPolicy::Refuse,
+        _ => {
+            "policy unchanged".clone_into(&mut state.status);
+            return;
+        }
+    };
+    match &state.settings {
+        Ok(snapshot) => {
+            state.mode = Mode::Confirm {
+                policy,
+                revision: snapshot.revision.clone(),
+            };
+        }
+        Err(why) => state.status = format!("cannot change the policy: {why}"),
     }
 }
 
 /// Pasted text goes into the line being typed: whole into a message (its newlines
 /// kept: terminals paste them as carriage returns), as one line into the filter.
-fn paste(app: &mut App, pasted: &str) {
+fn paste(state: &mut State, pasted: &str) {
     let pasted = &pasted.replace("\r\n", "\n").replace('\r', "\n");
-    match &mut app.mode {
+    match &mut state.mode {
         Mode::Message { text, .. } if text.len() + pasted.len() <= MAX_MESSAGE_BYTES => {
             text.push_str(pasted);
         }
-        Mode::Message { .. } => "too long to paste into one message".clone_into(&mut app.status),
+        Mode::Message { .. } => "too long to paste into one message".clone_into(&mut state.status),
         Mode::Filter => {
-            let mut filter = app.board.filter().to_owned();
-            filter.extend(pasted.chars().filter(|c| !c.is_control()).take(MAX_FILTER));
-            filter = filter.chars().take(MAX_FILTER).collect();
-            app.board.set_filter(filter);
+            let mut filter = state.board.filter().to_owned();
+            filter.extend(pasted.chars().filter(|c| !c.is_control()));
+            state
+                .board
+                .set_filter(filter.chars().take(MAX_FILTER).collect());
         }
         _ => {}
     }

@@ -5,12 +5,23 @@
 //! engine's events, the terminal's keys and resizes, and signals; a fourth sends the
 //! messages typed here. The loop redraws after each burst of input and once a second
 //! (the times shown count up); ratatui writes only the cells that changed.
+//!
+//! The loop is the only part that does IO. An input changes the [`State`] through its
+//! pure updates (a key through [`keys::handle`], which answers with the [`Action`] to
+//! take, if any); the loop takes it (the mail thread sends, the settings store writes
+//! with a compare-and-swap) and feeds the result back as another update; before each
+//! draw it gives the state the screen's height and the time, and [`view::draw`] draws
+//! the state as it is.
 
 mod board;
 mod keys;
 mod mail;
 mod screen;
+mod state;
 mod view;
+
+#[cfg(test)]
+mod tests;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
@@ -19,17 +30,19 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use claude_peer_settings::Snapshot;
-use claude_peer_transcript::Summary;
 use claude_peer_watch::{Event, Watcher};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use self::board::Board;
-use self::keys::Mode;
+use self::keys::Action;
 use self::mail::{Heard, Mail, Origin};
 use self::screen::Screen;
+pub(crate) use self::state::Colors;
+use self::state::State;
 use crate::error::{Exit, Failure};
-use crate::ops::{Context, settings};
+use crate::ops::Context;
+use crate::ops::settings::{self, Change};
+use crate::table::now_ms;
 
 /// How `top` was asked to run.
 #[derive(Debug)]
@@ -37,7 +50,7 @@ pub(crate) struct Options {
     /// Ring the terminal's bell when a session starts waiting on its user.
     pub(crate) bell: bool,
     /// Colours, unless `NO_COLOR` says otherwise.
-    pub(crate) color: bool,
+    pub(crate) colors: Colors,
     /// The Claude Code that sends messages, and the name they are from.
     pub(crate) claude: Option<PathBuf>,
     pub(crate) from: String,
@@ -53,23 +66,6 @@ pub(crate) enum Input {
     Mail(Heard),
 }
 
-/// Everything the screen shows.
-#[derive(Debug)]
-pub(crate) struct App {
-    pub(crate) ctx: Context,
-    pub(crate) board: Board,
-    pub(crate) mode: Mode,
-    /// The user's settings as last read: their `crossSessionInbound` is in the header.
-    pub(crate) settings: Result<Snapshot, String>,
-    /// The last thing to tell the user, on the bottom line.
-    pub(crate) status: String,
-    /// The end of the transcript of the session whose details are open: that session's
-    /// id, and its transcript's end when it has one.
-    pub(crate) transcript: Option<(String, Option<Summary>)>,
-    pub(crate) color: bool,
-    pub(crate) quit: Option<Exit>,
-}
-
 pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         return Err(Failure::error(
@@ -82,20 +78,16 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     while let Some(event) = watcher.next_event(Duration::ZERO)? {
         first.push(event);
     }
-    let mut app = App {
-        ctx: ctx.clone(),
-        board: Board::default(),
-        mode: Mode::Table,
-        settings: read_settings(ctx),
-        status: watcher
-            .warnings()
-            .first()
-            .map_or_else(String::new, ToString::to_string),
-        transcript: None,
-        color: options.color,
-        quit: None,
-    };
-    app.board.apply(first);
+    let mut state = State::new(
+        ctx.home.sessions_dir(),
+        read_settings(ctx),
+        options.colors,
+        now_ms(),
+    );
+    if let Some(warning) = watcher.warnings().first() {
+        state.status = warning.to_string();
+    }
+    state.board.apply(first);
 
     let (to_loop, inputs) = mpsc::channel();
     spawn("top-watch", to_loop.clone(), move |to| watch(watcher, &to))?;
@@ -120,127 +112,126 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
         from: options.from,
     };
     let mail = Mail::start(ctx.clone(), origin, to_loop)?;
-
-    let mut screen = Screen::enter()?;
-    screen.terminal.draw(|frame| view::draw(frame, &mut app))?;
-    panic_after_first_draw();
-    let mut tick = next_second();
-    let exit = loop {
-        let mut rings = 0;
-        match inputs.recv_timeout(tick.saturating_duration_since(Instant::now())) {
-            Ok(input) => rings += app.take(input, &mail),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break Exit::Success,
-        }
-        // A burst of input is drawn once.
-        while let Ok(input) = inputs.try_recv() {
-            rings += app.take(input, &mail);
-        }
-        if let Some(exit) = app.quit {
-            break exit;
-        }
-        // The clock, however busy the inputs: times move on, and the policy and the open
-        // transcript may have been changed elsewhere.
-        let ticked = Instant::now() >= tick;
-        if ticked {
-            app.settings = read_settings(ctx);
-            tick = next_second();
-        }
-        app.read_transcript(ticked);
-        screen.terminal.draw(|frame| view::draw(frame, &mut app))?;
-        if options.bell && rings > 0 {
-            let mut out = io::stdout();
-            let _ = out.write_all(b"\x07").and_then(|()| out.flush());
-        }
+    let mut dashboard = Dashboard {
+        ctx,
+        mail: &mail,
+        state,
+        rings: 0,
     };
+    let mut screen = Screen::enter()?;
+    let exit = dashboard.run(&mut screen, &inputs, options.bell);
     drop(screen);
     mail.close();
-    Ok(exit)
+    exit
 }
 
-impl App {
-    /// Applies one input; how many sessions started waiting.
-    fn take(&mut self, input: Input, mail: &Mail) -> usize {
+/// The loop's side of the dashboard: the state, and what performs its actions.
+struct Dashboard<'a> {
+    ctx: &'a Context,
+    mail: &'a Mail,
+    state: State,
+    /// How many sessions started waiting since the last draw (for `--bell`).
+    rings: usize,
+}
+
+impl Dashboard<'_> {
+    /// Draws, then takes the inputs a burst at a time until one of them ends it.
+    fn run(
+        &mut self,
+        screen: &mut Screen,
+        inputs: &mpsc::Receiver<Input>,
+        bell: bool,
+    ) -> Result<Exit, Failure> {
+        self.draw(screen)?;
+        panic_after_first_draw();
+        let mut tick = next_second();
+        loop {
+            match inputs.recv_timeout(tick.saturating_duration_since(Instant::now())) {
+                Ok(input) => {
+                    if let Some(exit) = self.take(input) {
+                        return Ok(exit);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Ok(Exit::Success),
+            }
+            // A burst of input is drawn once.
+            while let Ok(input) = inputs.try_recv() {
+                if let Some(exit) = self.take(input) {
+                    return Ok(exit);
+                }
+            }
+            // The clock, however busy the inputs: times move on, and the policy and the
+            // open transcript may have been changed elsewhere.
+            let ticked = Instant::now() >= tick;
+            if ticked {
+                self.state.settings = read_settings(self.ctx);
+                tick = next_second();
+            }
+            self.read_transcript(ticked);
+            self.draw(screen)?;
+            if bell && self.rings > 0 {
+                let mut out = io::stdout();
+                let _ = out.write_all(b"\x07").and_then(|()| out.flush());
+            }
+            self.rings = 0;
+        }
+    }
+
+    /// The state at the screen's size and the clock's time, drawn.
+    fn draw(&mut self, screen: &mut Screen) -> io::Result<()> {
+        self.state.resize(view::table_rows(screen.terminal.size()?));
+        self.state.tick(now_ms());
+        screen
+            .terminal
+            .draw(|frame| view::draw(&self.state, frame))
+            .map(drop)
+    }
+
+    /// Applies one input; the exit, when it ends the dashboard.
+    fn take(&mut self, input: Input) -> Option<Exit> {
         match input {
-            Input::Watch(events) => return self.board.apply(events),
-            Input::WatchFailed(why) => self.status = format!("the watch stopped: {why}"),
-            Input::Terminal(event) => keys::handle(self, &event, mail),
+            Input::Watch(events) => self.rings += self.state.board.apply(events),
+            Input::WatchFailed(why) => self.state.status = format!("the watch stopped: {why}"),
+            // A resize is measured at the draw that follows it.
+            Input::Terminal(event) => {
+                let action = keys::handle(&mut self.state, &event)?;
+                return self.perform(action);
+            }
             Input::Signal(signal) => {
-                self.quit = Some(if signal == SIGTERM {
+                return Some(if signal == SIGTERM {
                     Exit::Terminated
                 } else {
                     Exit::Interrupted
                 });
             }
-            Input::Mail(heard) => self.heard(heard),
+            Input::Mail(heard) => self.state.heard(heard),
         }
-        0
+        None
     }
 
-    /// Reads the end of the transcript of the session whose details are open (a bounded
-    /// read): when they open, and `again` once a second while they stay open.
+    /// Does what a key asked, and tells the state how it went.
+    fn perform(&mut self, action: Action) -> Option<Exit> {
+        match action {
+            Action::Send { session_id, text } => self.mail.send(session_id, text),
+            Action::SetPolicy { policy, expected } => {
+                let written =
+                    settings::change(self.ctx, Change::Set(policy), Some(expected.as_str()))
+                        .map_err(|failure| failure.message);
+                self.state.policy_written(policy, written);
+            }
+            Action::Quit => return Some(Exit::Success),
+        }
+        None
+    }
+
+    /// Reads the end of the open details' transcript (a bounded read), when it is due.
     fn read_transcript(&mut self, again: bool) {
-        let Mode::Details(session_id) = &self.mode else {
-            self.transcript = None;
-            return;
-        };
-        let read_for = self.transcript.as_ref().map(|(id, _)| id);
-        if again || read_for != Some(session_id) {
-            let summary = claude_peer_transcript::summary(&self.ctx.home, session_id)
+        if let Some(session_id) = self.state.transcript_due(again).map(str::to_owned) {
+            let summary = claude_peer_transcript::summary(&self.ctx.home, &session_id)
                 .ok()
                 .flatten();
-            self.transcript = Some((session_id.clone(), summary));
-        }
-    }
-
-    fn heard(&mut self, heard: Heard) {
-        match heard {
-            Heard::Sent { session_id, result } => {
-                let mail = match result {
-                    Ok(delivered) => {
-                        let name = delivered.session.record.display_name().unwrap_or("-");
-                        self.status = format!("sent to {name}; its row shows what it does with it");
-                        let outcome = delivered.receipt.map_or("accepted", |r| r.outcome.as_str());
-                        board::Mail::Sent {
-                            msg_id: delivered.msg_id.unwrap_or_default(),
-                            outcome: outcome.to_owned(),
-                        }
-                    }
-                    Err(failure) => {
-                        self.status = format!("not sent: {}", failure.message);
-                        board::Mail::Failed(failure.name.to_owned())
-                    }
-                };
-                self.board.set_mail(&session_id, mail);
-            }
-            Heard::Event(claude_peer_sender::Event::Receipt(receipt)) => {
-                self.board
-                    .receipt(&receipt.msg_ids, receipt.outcome.as_str());
-            }
-            Heard::Event(claude_peer_sender::Event::Message {
-                from,
-                from_name,
-                session_id,
-                text,
-            }) => match session_id {
-                Some(session_id) => {
-                    let name = from_name.unwrap_or(from);
-                    self.status = format!("reply from {name} (Enter on its row shows it)");
-                    self.board.reply(
-                        &session_id,
-                        board::Reply {
-                            at_ms: crate::table::now_ms(),
-                            text,
-                        },
-                    );
-                }
-                None => self.status = format!("message from {from}: {text}"),
-            },
-            Heard::Event(claude_peer_sender::Event::Closed {
-                reason: Some(reason),
-                ..
-            }) => self.status = format!("the sender ended: {reason}"),
-            Heard::Event(_) => {}
+            self.state.transcript_read(session_id, summary);
         }
     }
 }

@@ -7,14 +7,13 @@
 use claude_peer_registry::Activity;
 use claude_peer_resolve::{LiveSession, Session};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Layout, Position, Rect, Size};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
 
-use super::App;
-use super::keys::Mode;
-use crate::table::{ago, field, local_time, now_ms, session_fields, status_text};
+use super::state::{Colors, Mode, State};
+use crate::table::{StatusColor, ago, field, local_time, session_fields, status_text};
 
 /// The columns and how wide each may grow, left to right; on a narrow terminal they drop
 /// from the right. The last takes the width that is left.
@@ -29,64 +28,76 @@ const COLUMNS: [(&str, u16); 6] = [
 /// The narrowest the last column is shown at.
 const MIN_LAST: u16 = 8;
 
-pub(crate) fn draw(frame: &mut Frame<'_>, app: &mut App) {
-    let [header, body, footer] = Layout::vertical([
+/// Draws `state` as it is: the scroll position was settled when the height was given.
+pub(crate) fn draw(state: &State, frame: &mut Frame<'_>) {
+    let [header, body, footer] = areas(frame.area());
+    frame.render_widget(Paragraph::new(header_line(state)), header);
+    match &state.mode {
+        Mode::Details(session_id) => details(frame, state, session_id, body),
+        Mode::Help => help(frame, body),
+        _ => table(frame, state, body),
+    }
+    frame.render_widget(Paragraph::new(footer_line(state, footer.width)), footer);
+}
+
+/// How many sessions' rows a screen of `size` has room for, below the table's titles.
+pub(crate) fn table_rows(size: Size) -> usize {
+    let [_, body, _] = areas(Rect::from((Position::ORIGIN, size)));
+    usize::from(body.height.saturating_sub(1))
+}
+
+/// The header line, the body and the bottom line.
+fn areas(screen: Rect) -> [Rect; 3] {
+    Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(0),
         Constraint::Length(1),
     ])
-    .areas(frame.area());
-    frame.render_widget(Paragraph::new(header_line(app)), header);
-    match app.mode.clone() {
-        Mode::Details(session_id) => details(frame, app, &session_id, body),
-        Mode::Help => help(frame, body),
-        _ => table(frame, app, body),
-    }
-    frame.render_widget(Paragraph::new(footer_line(app, footer.width)), footer);
+    .areas(screen)
 }
 
-fn header_line(app: &App) -> Line<'static> {
-    let counts = app.board.counts();
+fn header_line(state: &State) -> Line<'static> {
+    let counts = state.board.counts();
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let mut spans = vec![
         Span::styled("claude-peers top", bold),
-        Span::raw(format!("  {} live: ", app.board.live())),
+        Span::raw(format!("  {} live: ", state.board.live())),
         Span::styled(
             format!("{} waiting", counts.waiting),
-            status_style(app.color, Some(Activity::Waiting)),
+            status_style(state.colors, Some(Activity::Waiting)),
         ),
         Span::raw(" · "),
         Span::styled(
             format!("{} busy", counts.busy),
-            status_style(app.color, Some(Activity::Busy)),
+            status_style(state.colors, Some(Activity::Busy)),
         ),
         Span::raw(" · "),
         Span::styled(
             format!("{} idle", counts.idle),
-            status_style(app.color, Some(Activity::Idle)),
+            status_style(state.colors, Some(Activity::Idle)),
         ),
     ];
     if counts.other > 0 {
         spans.push(Span::raw(format!(" · {} other", counts.other)));
     }
-    let policy = match &app.settings {
+    let policy = match &state.settings {
         Ok(snapshot) => snapshot.inbound.map_or("unset", |p| p.as_str()).to_owned(),
         Err(_) => "unreadable".to_owned(),
     };
     spans.push(Span::raw("   inbound: "));
     spans.push(Span::styled(policy, bold));
-    if !app.board.filter().is_empty() {
+    if !state.board.filter().is_empty() {
         spans.push(Span::raw(format!(
             "   filter: {}",
-            field(app.board.filter())
+            field(state.board.filter())
         )));
     }
     Line::from(spans)
 }
 
-fn footer_line(app: &App, width: u16) -> Line<'static> {
-    let text = match &app.mode {
-        Mode::Filter => typing("/".to_owned(), app.board.filter(), width),
+fn footer_line(state: &State, width: u16) -> Line<'static> {
+    let text = match &state.mode {
+        Mode::Filter => typing("/".to_owned(), state.board.filter(), width),
         Mode::Message { name, text, .. } => {
             typing(format!("message to {}: ", field(name)), text, width)
         }
@@ -95,7 +106,7 @@ fn footer_line(app: &App, width: u16) -> Line<'static> {
                 .to_owned()
         }
         Mode::Confirm { policy, .. } => {
-            let path = app.settings.as_ref().map_or_else(
+            let path = state.settings.as_ref().map_or_else(
                 |_| "settings.json".to_owned(),
                 |s| s.path.display().to_string(),
             );
@@ -105,7 +116,7 @@ fn footer_line(app: &App, width: u16) -> Line<'static> {
                 field(&path)
             )
         }
-        _ if !app.status.is_empty() => field(&app.status).into_owned(),
+        _ if !state.status.is_empty() => field(&state.status).into_owned(),
         _ => "q quit · j/k move · Enter details · m message · / filter · p policy · ? help"
             .to_owned(),
     };
@@ -126,28 +137,24 @@ fn typing(prompt: String, typed: &str, width: u16) -> String {
     line
 }
 
-fn table(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
-    if app.board.live() == 0 {
-        let registry = app.ctx.home.sessions_dir();
+fn table(frame: &mut Frame<'_>, state: &State, area: Rect) {
+    if state.board.live() == 0 {
         let text = format!(
             "No live Claude Code sessions (registry: {}).",
-            field(&registry.to_string_lossy())
+            field(&state.registry.to_string_lossy())
         );
         frame.render_widget(Paragraph::new(text), area);
         return;
     }
-    let height = usize::from(area.height.saturating_sub(1));
-    app.board.scroll(height);
-    let (sessions, selected) = app.board.visible(height);
-    let now = now_ms();
-    let cells: Vec<[String; 6]> = sessions.iter().map(|s| cells(app, s, now)).collect();
+    let (sessions, selected) = state.board.visible();
+    let cells: Vec<[String; 6]> = sessions.iter().map(|s| cells(state, s)).collect();
     let widths = widths(area.width, &cells);
     let rows = sessions
         .iter()
         .zip(cells)
         .enumerate()
         .map(|(i, (session, cells))| {
-            let status = status_style(app.color, session.record.activity());
+            let status = status_style(state.colors, session.record.activity());
             let row = Row::new(cells.into_iter().take(widths.len()).enumerate().map(
                 |(c, text)| Cell::from(text).style(if c == 1 { status } else { Style::new() }),
             ));
@@ -166,9 +173,10 @@ fn table(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
 }
 
 /// One row's cells, in [`COLUMNS`]' order.
-fn cells(app: &App, session: &LiveSession, now: u64) -> [String; 6] {
+fn cells(state: &State, session: &LiveSession) -> [String; 6] {
+    let now = state.now_ms;
     let record = &session.record;
-    let message = match app.board.mail(&record.session_id) {
+    let message = match state.board.mail(&record.session_id) {
         Some(mail) => mail.word().to_owned(),
         None if session.addressability.is_addressable() => "yes".to_owned(),
         None => "no".to_owned(),
@@ -217,32 +225,30 @@ fn widths(width: u16, rows: &[[String; 6]]) -> Vec<u16> {
     widths
 }
 
-/// A status's colour, as `list` paints it; none without colours.
-fn status_style(color: bool, activity: Option<Activity>) -> Style {
-    if !color {
-        return Style::new();
+/// A status's colour, by the rule `list` paints with too; none without colours.
+fn status_style(colors: Colors, activity: Option<Activity>) -> Style {
+    match (colors, StatusColor::of(activity)) {
+        (Colors::Off, _) => Style::new(),
+        (Colors::On, StatusColor::Magenta) => Style::new().fg(Color::Magenta),
+        (Colors::On, StatusColor::Yellow) => Style::new().fg(Color::Yellow),
+        (Colors::On, StatusColor::Green) => Style::new().fg(Color::Green),
+        (Colors::On, StatusColor::Dim) => Style::new().add_modifier(Modifier::DIM),
     }
-    Style::new().fg(match activity {
-        Some(Activity::Waiting) => Color::Magenta,
-        Some(Activity::Busy) => Color::Yellow,
-        Some(Activity::Idle) => Color::Green,
-        None => Color::DarkGray,
-    })
 }
 
 /// The selected session as `show` prints it, with its transcript's last prompt and
 /// last activity, what became of the last message sent to it, and its replies.
-fn details(frame: &mut Frame<'_>, app: &App, session_id: &str, area: Rect) {
-    let now = now_ms();
+fn details(frame: &mut Frame<'_>, state: &State, session_id: &str, area: Rect) {
     let mut lines: Vec<Line<'static>> = Vec::new();
-    match app.board.session(session_id) {
+    let transcript = state
+        .transcript
+        .as_ref()
+        .filter(|(id, _)| id == session_id)
+        .and_then(|(_, t)| t.as_ref());
+    match state.board.session(session_id) {
         Some(live) => {
             let session = Session::from(live.clone());
-            for (name, value) in session_fields(
-                &session,
-                app.transcript.as_ref().and_then(|(_, t)| t.as_ref()),
-                now,
-            ) {
+            for (name, value) in session_fields(&session, transcript, state.now_ms) {
                 lines.push(Line::from(vec![
                     Span::styled(
                         format!("{name:<14}"),
@@ -255,14 +261,14 @@ fn details(frame: &mut Frame<'_>, app: &App, session_id: &str, area: Rect) {
         }
         None => lines.push(Line::from("This session is no longer live.")),
     }
-    if let Some(mail) = app.board.mail(session_id) {
+    if let Some(mail) = state.board.mail(session_id) {
         lines.push(Line::from(format!(
             "{:<14}{}",
             "last message",
             field(mail.word())
         )));
     }
-    let replies: Vec<_> = app.board.replies(session_id).collect();
+    let replies: Vec<_> = state.board.replies(session_id).collect();
     if !replies.is_empty() {
         lines.push(Line::from(""));
         lines.push(Line::styled(
