@@ -25,6 +25,7 @@
 
 mod cancel;
 mod claude;
+mod decider;
 pub mod endpoint;
 mod error;
 pub mod hook;

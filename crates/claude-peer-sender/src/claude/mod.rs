@@ -19,7 +19,8 @@ use crate::stream::Line;
 use crate::{Cancel, Error, hook};
 
 pub(crate) use awaiting::{TurnEnd, await_result, await_sent};
-use receipt::{Waits, send_once};
+use crate::decider::Waits;
+use receipt::send_once;
 
 /// How long after the tool result any word from the receiver is waited for (a line of its
 /// transcript, a hold or refuse notice) before the receipt rests on silence: 2 s. Its

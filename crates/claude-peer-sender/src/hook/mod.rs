@@ -21,6 +21,7 @@ use std::fs::OpenOptions;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
+use claude_peer_deliver::MAX_MESSAGE_BYTES;
 use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::{Discovery, Refusal, RefusalKind};
 use serde_json::Value;
@@ -28,8 +29,13 @@ use serde_json::Value;
 pub(crate) use plan::{Call, Plan, canary_blocked, read_refusal};
 use plan::{PlanError, note_canary, note_refusal};
 
-/// The largest hook input read from stdin: a 64 KiB message, JSON-escaped, with room.
-const MAX_INPUT_BYTES: u64 = 1024 * 1024;
+/// The most bytes read of anything that carries one message JSON-escaped (a hook input, a
+/// plan, a `mailbox` request line): 16 times [`MAX_MESSAGE_BYTES`], 1 MiB, room for its
+/// escapes (at most six bytes a byte) and what surrounds it.
+pub const MAX_ESCAPED_MESSAGE_BYTES: usize = 16 * MAX_MESSAGE_BYTES;
+
+/// The largest hook input read from stdin.
+const MAX_INPUT_BYTES: u64 = MAX_ESCAPED_MESSAGE_BYTES as u64;
 
 /// How this project's send prompts begin; every other prompt is kept from the model.
 pub(crate) const PROMPT_PREFIX: &str = "claude-peers send ";

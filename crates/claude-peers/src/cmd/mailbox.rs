@@ -14,6 +14,7 @@ use std::time::Duration;
 use claude_peer_deliver::Delivered;
 use claude_peer_probe::stream::{self, Line};
 use claude_peer_resolve::Refusal;
+use claude_peer_sender::hook::MAX_ESCAPED_MESSAGE_BYTES;
 use claude_peer_sender::{Event, Idle, Mailbox, Waker};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -25,8 +26,8 @@ use crate::json::{MailboxEventJson, SessionJson};
 use crate::ops::broadcast::{Plan, Targets};
 use crate::ops::{Context, send};
 
-/// The longest request line read: a 64 KiB message, JSON-escaped, with room.
-const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+/// The longest request line read: one message, JSON-escaped, with room.
+const MAX_REQUEST_BYTES: usize = MAX_ESCAPED_MESSAGE_BYTES;
 
 /// What reaches the loop besides the mailbox's own events.
 enum Input {
