@@ -93,7 +93,10 @@ impl Decider {
         if self.decided.is_some() {
             return None;
         }
-        Some(self.queued_at.map_or(self.silent_after, |at| at + self.waits.read))
+        Some(
+            self.queued_at
+                .map_or(self.silent_after, |at| at + self.waits.read),
+        )
     }
 
     /// A later send to the same receiver at `at`: its notices are debounced with this
@@ -172,8 +175,7 @@ impl Decider {
             Outcome::Released | Outcome::Denied | Outcome::Expired => self.is_held(),
             // Queued: taken in, so neither held nor refused.
             _ => {
-                self.queued_at.is_none()
-                    && self.decided.is_none_or(|r| r.outcome == Outcome::Held)
+                self.queued_at.is_none() && self.decided.is_none_or(|r| r.outcome == Outcome::Held)
             }
         }
     }

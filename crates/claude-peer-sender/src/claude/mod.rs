@@ -18,8 +18,8 @@ use crate::sender::{Sender, SenderOptions};
 use crate::stream::Line;
 use crate::{Cancel, Error, hook};
 
-pub(crate) use awaiting::{TurnEnd, await_result, await_sent};
 use crate::decider::Waits;
+pub(crate) use awaiting::{TurnEnd, await_result, await_sent};
 use receipt::send_once;
 
 /// How long after the tool result any word from the receiver is waited for (a line of its

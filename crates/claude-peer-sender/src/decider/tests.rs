@@ -50,7 +50,11 @@ fn queued_waits_for_read_and_read_within_the_wait_decides_read() {
     );
     assert_eq!(decider.decision(), None, "but not decided");
     assert_eq!(decider.decide_by(), Some(at(start, 3100)), "the read wait");
-    assert_eq!(decider.waited(at(start, 2500)), None, "past the window, not the read wait");
+    assert_eq!(
+        decider.waited(at(start, 2500)),
+        None,
+        "past the window, not the read wait"
+    );
     assert_eq!(decider.decision(), None);
     assert_eq!(
         decider.hear(READ, at(start, 3000)),
@@ -64,7 +68,11 @@ fn queued_then_the_read_wait_passing_decides_queued_and_a_later_read_is_news_onl
     let start = Instant::now();
     let mut decider = Decider::new(start, WAITS);
     decider.hear(QUEUED, at(start, 100));
-    assert_eq!(decider.waited(at(start, 3100)), None, "queued was told already");
+    assert_eq!(
+        decider.waited(at(start, 3100)),
+        None,
+        "queued was told already"
+    );
     assert_eq!(
         decider.decision(),
         Some(receipt(Outcome::Queued, Basis::Transcript))
@@ -137,17 +145,30 @@ fn held_in_the_transcript_decides_held_and_its_notice_is_not_told_twice() {
         decider.hear(HELD, at(start, 5)),
         Some(receipt(Outcome::Held, Basis::Transcript))
     );
-    assert!(decider.awaits(Outcome::Held), "its notice is still about it");
-    assert_eq!(decider.hear(Word::Notice(Outcome::Held), at(start, 400)), None);
+    assert!(
+        decider.awaits(Outcome::Held),
+        "its notice is still about it"
+    );
+    assert_eq!(
+        decider.hear(Word::Notice(Outcome::Held), at(start, 400)),
+        None
+    );
     assert!(!decider.awaits(Outcome::Held));
-    assert_eq!(decider.waited(at(start, 60_000)), None, "held never turns accepted");
+    assert_eq!(
+        decider.waited(at(start, 60_000)),
+        None,
+        "held never turns accepted"
+    );
     assert!(decider.is_open(), "held waits for its release");
     assert!(decider.awaits(Outcome::Released));
     assert_eq!(
         decider.hear(Word::Notice(Outcome::Released), at(start, 70_000)),
         Some(receipt(Outcome::Released, Basis::Notice))
     );
-    assert!(!decider.is_open() && !decider.is_final(), "released: read may follow");
+    assert!(
+        !decider.is_open() && !decider.is_final(),
+        "released: read may follow"
+    );
     assert_eq!(
         decider.hear(READ, at(start, 70_100)),
         Some(receipt(Outcome::Read, Basis::Transcript))
@@ -176,7 +197,10 @@ fn held_after_queued_decides_held_not_queued() {
     let mut decider = Decider::new(start, WAITS);
     decider.hear(QUEUED, at(start, 1));
     decider.hear(Word::Notice(Outcome::Refused), at(start, 2));
-    assert_eq!(decider.decision().map(|r| r.outcome), Some(Outcome::Refused));
+    assert_eq!(
+        decider.decision().map(|r| r.outcome),
+        Some(Outcome::Refused)
+    );
     assert!(decider.is_final());
 }
 

@@ -5,6 +5,7 @@
 //! message released, denied or expired minutes later, replies sent to its address, and
 //! idle notices of receivers it subscribed to.
 
+mod service;
 mod tracker;
 
 use std::cell::RefCell;
@@ -20,13 +21,14 @@ use claude_peer_registry::ClaudeHome;
 
 use crate::Error;
 use crate::claude::{TurnEnd, await_result, await_sent};
+use crate::decider::Waits;
 use crate::sender::{Idle, Sender};
 use crate::stream::{Line, Queued};
 use crate::witness::{Heard, Witness};
 use claude_peer_deliver::{
     Basis, Confirmation, Courier, Delivered, Outcome, Relay, RelayFailure, Target,
 };
-use crate::decider::Waits;
+pub use service::{Job, MailboxHandle, Open, Reply, Wait};
 use tracker::Tracker;
 
 use crate::ClaudeRelay;

@@ -184,9 +184,8 @@ impl Tracker {
     /// Decides what the time decides at `now`: the messages accepted on silence, one
     /// receipt a receiver, off the books from then on.
     pub(super) fn due(&mut self, now: Instant) -> Vec<Receipt> {
-        let accepted = self.oldest_first(|_, entry| {
-            entry.decider.decide_by().is_some_and(|by| by <= now)
-        });
+        let accepted =
+            self.oldest_first(|_, entry| entry.decider.decide_by().is_some_and(|by| by <= now));
         let mut receipts: Vec<Receipt> = Vec::new();
         for msg_id in accepted {
             let Some(entry) = self.sent.get_mut(&msg_id) else {
@@ -255,7 +254,10 @@ impl Tracker {
         let awaited = self.awaited.as_ref();
         self.sent.retain(|id, entry| {
             let settled = entry.decider.is_final()
-                || entry.decider.decision().is_some_and(|r| r.basis == Basis::Silence);
+                || entry
+                    .decider
+                    .decision()
+                    .is_some_and(|r| r.basis == Basis::Silence);
             !settled || awaited == Some(id)
         });
     }

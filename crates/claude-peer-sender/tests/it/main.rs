@@ -1,7 +1,9 @@
 //! Integration tests of the sender's parts that run without Claude Code: the scripted
-//! model endpoint over real TCP. (Sends with the real Claude Code are tested in the
-//! command crate, which builds the hook program.)
+//! model endpoint over real TCP, and the mailbox service on a stand-in sender. (Sends
+//! with the real Claude Code are tested in the command crate, which builds the hook
+//! program.)
 // Test helpers may panic: a failed expectation is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod endpoint;
+mod service;
