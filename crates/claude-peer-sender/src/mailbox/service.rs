@@ -34,7 +34,7 @@ pub enum Wait {
 pub enum Reply {
     /// It was sent, or refused or failed, as [`Mailbox::send`] says; a sender that could
     /// not start is its error.
-    Sent(Result<Delivered, Error>),
+    Sent(Result<Box<Delivered>, Error>),
     /// Not sent: cancelled, or the mailbox was closing when its turn came.
     Cancelled,
 }
@@ -113,7 +113,7 @@ pub struct MailboxHandle {
     /// The running sender's waker, updated by the thread when it starts another.
     waker: Arc<Mutex<Option<Waker>>>,
     closing: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl MailboxHandle {
@@ -143,7 +143,7 @@ impl MailboxHandle {
             inputs,
             waker,
             closing,
-            thread: Some(thread),
+            thread: Mutex::new(Some(thread)),
         })
     }
 
@@ -160,15 +160,13 @@ impl MailboxHandle {
     /// Lets the send under way finish, answers the jobs still waiting
     /// [`Reply::Cancelled`], and closes the sender cleanly (its record and socket
     /// removed), its last events told. Blocking.
-    pub fn close(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
+    /// Once closed, jobs are answered [`Error::Ended`].
+    pub fn close(&self) {
         self.closing.store(true, Ordering::Release);
         let _ = self.inputs.send(Input::Close);
         self.wake();
-        if let Some(thread) = self.thread.take() {
+        let thread = lock(&self.thread).take();
+        if let Some(thread) = thread {
             let _ = thread.join();
         }
     }
@@ -182,7 +180,7 @@ impl MailboxHandle {
 
 impl Drop for MailboxHandle {
     fn drop(&mut self) {
-        self.stop();
+        self.close();
     }
 }
 
@@ -258,7 +256,7 @@ impl Owner {
             Wait::Receipt => Until::Decided,
         };
         let sent = mailbox.send_until(&job.session_id, &job.message, job.idle, until);
-        (job.reply)(Reply::Sent(sent));
+        (job.reply)(Reply::Sent(sent.map(Box::new)));
         while let Some(event) = self
             .mailbox
             .as_mut()

@@ -12,7 +12,7 @@ use crate::ops::broadcast::{Targets, broadcast};
 use crate::ops::send::{self, Relayed};
 use crate::ops::{Context, absolute, sessions};
 use crate::output::Output;
-use crate::signals::{Interrupt, OnSignal};
+use crate::signals::Interrupt;
 use crate::table::field;
 
 pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Failure> {
@@ -36,7 +36,7 @@ pub(crate) fn run(ctx: Context, args: SendArgs, out: &Output) -> Result<Exit, Fa
     // Before a sender starts: a signal then stops a send that has not started. A relay
     // program is the user's own and is left to the default action.
     let interrupt = if args.relay.is_empty() {
-        Some(Interrupt::watch(OnSignal::Cancel)?)
+        Some(Interrupt::watch()?)
     } else {
         None
     };
