@@ -181,21 +181,20 @@ impl Decider {
     }
 
     /// Whether its fate is still to learn: nothing heard of it within its window, or held
-    /// with no word since.
+    /// with no word since (read is a word).
     pub(crate) fn is_open(&self) -> bool {
-        (self.decided.is_none() && self.queued_at.is_none()) || self.is_held()
+        !self.has_told(Outcome::Read)
+            && ((self.decided.is_none() && self.queued_at.is_none()) || self.is_held())
     }
 
-    /// Whether nothing more will be learned of it: read, refused, denied or expired.
+    /// Whether nothing more will be learned of it: refused, denied or expired; or read,
+    /// unless it is held (a receiver writes a released message read before it tells its
+    /// sender of the release).
     pub(crate) fn is_final(&self) -> bool {
-        [
-            Outcome::Read,
-            Outcome::Refused,
-            Outcome::Denied,
-            Outcome::Expired,
-        ]
-        .into_iter()
-        .any(|outcome| self.has_told(outcome))
+        [Outcome::Refused, Outcome::Denied, Outcome::Expired]
+            .into_iter()
+            .any(|outcome| self.has_told(outcome))
+            || (self.has_told(Outcome::Read) && !self.is_held())
     }
 
     fn is_held(&self) -> bool {

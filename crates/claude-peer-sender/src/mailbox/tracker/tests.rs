@@ -217,3 +217,31 @@ fn an_awaited_message_keeps_its_decision_until_it_is_taken() {
     );
     assert!(tracker.unknown().is_empty());
 }
+
+#[test]
+fn a_held_message_read_before_its_release_is_told_released_by_a_coalesced_notice() {
+    let mut tracker = Tracker::new(waits(Duration::from_secs(60)));
+    let us = "uds:/me.sock";
+    for (id, text) in [("a", "one"), ("b", "two")] {
+        tracker.sent(id, "uds:/r.sock", "s", text);
+        let held = Fact::Held {
+            from: us.to_owned(),
+            preview: text.to_owned(),
+        };
+        assert!(tracker.transcript("s", &held, us).is_some());
+    }
+    // The receiver's transcript shows them read, then its notice names one of two.
+    for id in ["a", "b"] {
+        let read = Fact::Read {
+            msg_id: id.to_owned(),
+            from: None,
+        };
+        assert!(tracker.transcript("s", &read, us).is_some());
+    }
+    tracker.counted("uds:/r.sock", Outcome::Released, 2);
+    let released = tracker
+        .notice(Outcome::Released, "uds:/r.sock", &ids(&["a"]))
+        .unwrap();
+    assert_eq!((released.msg_ids, released.count), (ids(&["a", "b"]), 2));
+    assert!(tracker.unknown().is_empty());
+}
