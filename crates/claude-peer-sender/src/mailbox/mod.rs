@@ -3,7 +3,8 @@
 //! A [`Mailbox`] keeps one headless Claude Code sender running (the same sender, model,
 //! hooks and checks as [`ClaudeRelay`]), so it hears what a one-shot send cannot: a held
 //! message released, denied or expired minutes later, replies sent to its address, and
-//! idle notices of receivers it subscribed to.
+//! idle notices of receivers it subscribed to. [`MailboxHandle`] serves one on a thread
+//! of its own, for front ends that wait on other inputs too.
 
 mod service;
 mod tracker;
