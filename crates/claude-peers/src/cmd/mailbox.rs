@@ -268,14 +268,14 @@ fn answer(
     };
     let send = &request.send;
     let id = request.id.as_deref();
-    let mailbox = Mailbox {
+    let sends = Sends {
         handle,
         state,
         to_main,
     };
     match (&send.session_id, &send.session_ids) {
-        (Some(session_id), None) => mailbox.send(session_id, send, id, &[]),
-        (None, Some(targets)) if !targets.is_empty() => broadcast(&mailbox, ctx, id, targets, send),
+        (Some(session_id), None) => sends.send(session_id, send, id, &[]),
+        (None, Some(targets)) if !targets.is_empty() => broadcast(&sends, ctx, id, targets, send),
         (Some(_), Some(_)) => emit(&error(
             id,
             "a request names `session_id` or `session_ids`, not both; nothing was sent",
@@ -287,14 +287,14 @@ fn answer(
     }
 }
 
-/// The mailbox as the main thread sends through it.
-struct Mailbox<'a> {
+/// Sends through the mailbox service, as the main thread makes them: one at a time.
+struct Sends<'a> {
     handle: &'a MailboxHandle,
     state: &'a Arc<State>,
     to_main: &'a SyncSender<Input>,
 }
 
-impl Mailbox<'_> {
+impl Sends<'_> {
     /// Sends `send` to `session_id`, and waits until its answer (one per target of
     /// `targets`, or one without a target when there are none) is written: on the
     /// mailbox's thread, in its place among the events. Cancelled when a signal came
@@ -401,7 +401,7 @@ impl<'a> Answer<'a> {
 /// ([`Plan`]): a target that names no live session is refused at once, then each session
 /// is sent to once, in the order of their pids, and answered for every target naming it.
 fn broadcast(
-    mailbox: &Mailbox<'_>,
+    sends: &Sends<'_>,
     ctx: &Context,
     id: Option<&str>,
     targets: &[String],
@@ -419,7 +419,7 @@ fn broadcast(
         emit(&Answer::Failed(failure).event(id, Some(target)))?;
     }
     for (session_id, named) in plan.sessions() {
-        mailbox.send(session_id, send, id, &named)?;
+        sends.send(session_id, send, id, &named)?;
     }
     Ok(())
 }
