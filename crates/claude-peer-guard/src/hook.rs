@@ -24,10 +24,10 @@ use claude_peer_resolve::{Discovery, Refusal, RefusalKind};
 use serde_json::Value;
 
 use crate::plan::{Call, Plan, PlanError, note_canary, note_refusal, used_path};
-use crate::protocol::{PRE_TOOL_USE, USER_PROMPT_SUBMIT, only_ours};
+use crate::protocol::{MAX_ESCAPED_MESSAGE_BYTES, PRE_TOOL_USE, USER_PROMPT_SUBMIT, only_ours};
 
-/// The largest hook input read from stdin: a 64 KiB message, JSON-escaped, with room.
-const MAX_INPUT_BYTES: u64 = 1024 * 1024;
+/// The largest hook input read from stdin.
+const MAX_INPUT_BYTES: u64 = MAX_ESCAPED_MESSAGE_BYTES as u64;
 
 /// Why a hook blocks: its words reach Claude Code on stderr.
 #[derive(Debug, thiserror::Error)]

@@ -13,8 +13,8 @@ use claude_peer_resolve::{Refusal, RefusalKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-/// The largest plan read back: a 64 KiB message, JSON-escaped, and its target.
-const MAX_PLAN_BYTES: u64 = 1024 * 1024;
+/// The largest plan read back: a message, JSON-escaped, and its target.
+const MAX_PLAN_BYTES: u64 = crate::protocol::MAX_ESCAPED_MESSAGE_BYTES as u64;
 
 /// The one tool call a sender may make: whom it must still reach, and what it carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

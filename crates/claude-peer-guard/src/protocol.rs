@@ -9,7 +9,13 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::Path;
 
+use claude_peer_deliver::MAX_MESSAGE_BYTES;
 use serde_json::json;
+
+/// The most bytes read of anything that carries one message JSON-escaped (a hook input, a
+/// plan, a `mailbox` request line): 16 times [`MAX_MESSAGE_BYTES`], 1 MiB, room for its
+/// escapes (at most six bytes a byte) and what surrounds it.
+pub const MAX_ESCAPED_MESSAGE_BYTES: usize = 16 * MAX_MESSAGE_BYTES;
 
 /// How this project's prompts begin; every other prompt is kept from the model.
 pub const PROMPT_PREFIX: &str = "claude-peers send ";

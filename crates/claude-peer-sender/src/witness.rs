@@ -11,10 +11,7 @@ use std::time::Duration;
 use claude_peer_registry::ClaudeHome;
 use claude_peer_transcript::Follower;
 
-/// Named from here by the modules that match on what a witness heard; defined in
-/// [`crate::channel`] beside the message that carries it.
-pub(crate) use crate::channel::Heard;
-use crate::channel::Line;
+use crate::channel::{Heard, Line};
 
 /// How long the thread waits for the transcript before it looks whether it should stop.
 const STOP_CHECK: Duration = Duration::from_millis(100);

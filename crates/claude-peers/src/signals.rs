@@ -1,30 +1,62 @@
-//! SIGINT and SIGTERM for the commands that run a sender (`send`, `mcp`): the first
-//! cancels every send, whose sender is then killed and reaped and its plans removed.
+//! The stop signals, for every command that runs until it is stopped or runs a sender
+//! (`send`, `mailbox`, `mcp`, `top`): the first asks the command to stop cleanly, a
+//! second ends the process at once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread;
-use std::time::Duration;
 
 use claude_peer_sender::Cancel;
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::error::{Exit, Failure};
 
-/// How long `mcp` waits for its cancelled sends to be cleaned up before it exits.
-const CLEANUP: Duration = Duration::from_secs(2);
+/// The signals that stop a command: Ctrl-C, `kill`, a closed terminal, Ctrl-\.
+const STOP: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
 
-/// What should happen at the first signal besides cancelling the sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OnSignal {
-    /// The command returns by itself once its send is cancelled.
-    Cancel,
-    /// The process exits once its sends are cleaned up (a server that would serve on).
-    CancelAndExit,
+/// The exit a stop signal asks for.
+pub(crate) const fn exit_for(signal: i32) -> Exit {
+    if signal == SIGTERM {
+        Exit::Terminated
+    } else {
+        Exit::Interrupted
+    }
 }
 
-/// The watch for SIGINT and SIGTERM, and the [`Cancel`] it pulls.
+/// Watches for the stop signals on a thread of its own, from now on (a signal while the
+/// command starts is not lost): `first` is called with the first; a second ends the
+/// process at once (`128 +` the first, as the shell reports it), after `at_once` (kill a
+/// sender's process group, give the terminal back).
+pub(crate) fn watch(
+    first: impl FnOnce(i32) + Send + 'static,
+    at_once: impl FnOnce() + Send + 'static,
+) -> Result<(), Failure> {
+    let mut signals = Signals::new(STOP).map_err(|err| {
+        Failure::error(
+            "signals",
+            format!("cannot watch for SIGINT, SIGTERM, SIGHUP and SIGQUIT: {err}"),
+        )
+    })?;
+    thread::Builder::new()
+        .name("signals".to_owned())
+        .spawn(move || {
+            let mut signals = signals.forever();
+            let Some(signal) = signals.next() else {
+                return;
+            };
+            first(signal);
+            if signals.next().is_some() {
+                at_once();
+                std::process::exit(128 + signal);
+            }
+        })
+        .map_err(|err| Failure::error("signals", format!("cannot watch for signals: {err}")))?;
+    Ok(())
+}
+
+/// The stop signals as a [`Cancel`] for `send`: the first cancels every send, whose
+/// sender is then killed and reaped and its plans removed, and the command returns.
 #[derive(Debug)]
 pub(crate) struct Interrupt {
     cancel: Cancel,
@@ -32,26 +64,16 @@ pub(crate) struct Interrupt {
 }
 
 impl Interrupt {
-    pub(crate) fn watch(on_signal: OnSignal) -> Result<Self, Failure> {
-        let mut signals = Signals::new([SIGINT, SIGTERM]).map_err(|err| {
-            Failure::error(
-                "signals",
-                format!("cannot watch for SIGINT and SIGTERM: {err}"),
-            )
-        })?;
+    pub(crate) fn watch() -> Result<Self, Failure> {
         let (cancel, signal) = (Cancel::new(), Arc::new(AtomicI32::new(0)));
         let (pulled, seen) = (cancel.clone(), Arc::clone(&signal));
-        thread::spawn(move || {
-            let Some(first) = signals.forever().next() else {
-                return;
-            };
-            seen.store(first, Ordering::Release);
-            pulled.cancel();
-            if on_signal == OnSignal::CancelAndExit {
-                let _ = pulled.wait_idle(CLEANUP);
-                std::process::exit(128 + first);
-            }
-        });
+        watch(
+            move |first| {
+                seen.store(first, Ordering::Release);
+                pulled.cancel();
+            },
+            || {},
+        )?;
         Ok(Self { cancel, signal })
     }
 
@@ -64,8 +86,7 @@ impl Interrupt {
     pub(crate) fn exit(&self) -> Option<Exit> {
         match self.signal.load(Ordering::Acquire) {
             0 => None,
-            SIGTERM => Some(Exit::Terminated),
-            _ => Some(Exit::Interrupted),
+            signal => Some(exit_for(signal)),
         }
     }
 }

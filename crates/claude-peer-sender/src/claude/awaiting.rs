@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 use claude_peer_deliver::RelayFailure;
 use claude_peer_guard::{canary_blocked, read_refusal};
 
+use crate::channel::Line;
 use crate::sender::{JobIds, Sender};
-use crate::stream::{Line, Queued};
+use crate::stream::Queued;
 
 /// What the end of a turn before the awaited call means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

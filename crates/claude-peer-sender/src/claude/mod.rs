@@ -19,8 +19,9 @@ use crate::sender::{Sender, SenderOptions};
 use crate::{Cancel, Error};
 use claude_peer_guard::protocol;
 
+use crate::decider::Waits;
 pub(crate) use awaiting::{TurnEnd, await_result, await_sent};
-use receipt::{Waits, send_once};
+use receipt::send_once;
 
 /// How long after the tool result any word from the receiver is waited for (a line of its
 /// transcript, a hold or refuse notice) before the receipt rests on silence: 2 s. Its

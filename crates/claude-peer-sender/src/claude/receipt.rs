@@ -2,16 +2,17 @@
 //! transcript and notices say, or its silence.
 
 use std::sync::mpsc::RecvTimeoutError;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use claude_peer_deliver::{Basis, Confirmation, Outcome, Receipt, RelayFailure, Target};
+use claude_peer_deliver::{Confirmation, Outcome, Receipt, RelayFailure, Target};
 use claude_peer_resolve::RefusalKind;
 use claude_peer_transcript::Fact;
 
 use super::{TurnEnd, await_sent};
+use crate::channel::{Heard, Line};
+use crate::decider::{Decider, Seen, Waits, Word};
 use crate::sender::{Idle, Sender};
-use crate::stream::Line;
-use crate::witness::{Heard, Witness};
+use crate::witness::Witness;
 
 pub(super) fn send_once(
     sender: &mut Sender,
@@ -36,16 +37,17 @@ pub(super) fn send_once(
         recipient: format!("uds:{}", target.socket.display()),
         message,
     };
-    let mut decision = Decision::new(waits, deadline);
+    let mut decider = Decider::new(Instant::now(), waits);
     let mut lines = early.into_iter();
     loop {
+        let until = decider.decide_by().map_or(deadline, |by| by.min(deadline));
         let line = match lines.next() {
             Some(line) => Ok(line),
             None => sender
                 .lines
-                .recv_timeout(decision.until().saturating_duration_since(Instant::now())),
+                .recv_timeout(until.saturating_duration_since(Instant::now())),
         };
-        let decided = match line {
+        match line {
             // Sent; cancelled before the receiver's word came: what it did is unknown.
             Ok(Line::Cancelled) => {
                 return Ok(Confirmation {
@@ -54,27 +56,27 @@ pub(super) fn send_once(
                     msg_id,
                 });
             }
+            // Sent, but the sender ended before it could hear back.
             Ok(Line::Closed) | Err(RecvTimeoutError::Disconnected) => {
-                // Sent, but the sender ended before it could hear back.
-                Some(decision.ended())
+                return settle(decider.settle(), msg_id);
             }
-            Ok(line) => decision.hear(&sent, line),
-            Err(RecvTimeoutError::Timeout) => decision.waited(Instant::now()),
-        };
-        if let Some(receipt) = decided {
+            Ok(line) => {
+                if let Some(word) = sent.word(&line) {
+                    decider.hear(word, Instant::now());
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let now = Instant::now();
+                decider.waited(now);
+                if now >= deadline {
+                    return settle(decider.settle(), msg_id);
+                }
+            }
+        }
+        if let Some(receipt) = decider.decision() {
             return settle(receipt, msg_id);
         }
     }
-}
-
-/// How long a one-shot send waits for the receiver's word.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Waits {
-    /// For anything at all (a transcript line, a notice) before the receipt rests on
-    /// silence.
-    pub(super) window: Duration,
-    /// For `read` once the message is known to be queued.
-    pub(super) read: Duration,
 }
 
 /// What was sent, to recognise it in the receiver's transcript and notices.
@@ -88,101 +90,26 @@ struct Sent<'a> {
 }
 
 impl Sent<'_> {
-    fn is_from_us(&self, from: &str) -> bool {
-        self.from.as_deref() == Some(from)
-    }
-}
-
-/// The receipt of one send, decided from what is heard, or from silence.
-#[derive(Debug)]
-struct Decision {
-    waits: Waits,
-    deadline: Instant,
-    /// When the window for any word ends.
-    silent_after: Instant,
-    /// When the message was seen queued: from then on only `read` is waited for.
-    queued_at: Option<Instant>,
-}
-
-impl Decision {
-    fn new(waits: Waits, deadline: Instant) -> Self {
-        Self {
-            waits,
-            deadline,
-            silent_after: Instant::now() + waits.window,
-            queued_at: None,
-        }
-    }
-
-    /// When the next wait ends.
-    fn until(&self) -> Instant {
-        let until = match self.queued_at {
-            Some(at) => at + self.waits.read,
-            None => self.silent_after,
-        };
-        until.min(self.deadline)
-    }
-
-    fn hear(&mut self, sent: &Sent<'_>, line: Line) -> Option<Receipt> {
-        let transcript = |outcome| Receipt {
-            outcome,
-            basis: Basis::Transcript,
-        };
+    /// What `line` says about this message, if anything.
+    fn word(&self, line: &Line) -> Option<Word> {
+        let ours = |from: &str| self.from.as_deref() == Some(from);
         match line {
-            Line::Tally(tally) if tally.recipient == sent.recipient => Some(Receipt {
-                outcome: tally.outcome,
-                basis: Basis::Notice,
-            }),
+            Line::Tally(tally) if tally.recipient == self.recipient => {
+                Some(Word::Notice(tally.outcome))
+            }
             Line::Transcript {
                 heard: Heard::Fact(fact),
                 ..
-            } => match fact {
-                Fact::Read { msg_id, .. } if Some(msg_id.as_str()) == sent.msg_id => {
-                    Some(transcript(Outcome::Read))
-                }
-                Fact::Held { from, .. } if sent.is_from_us(&from) => {
-                    Some(transcript(Outcome::Held))
-                }
-                Fact::Queued { from, text } if sent.is_from_us(&from) && text == sent.message => {
-                    self.queued_at.get_or_insert_with(Instant::now);
-                    self.waited(Instant::now())
-                }
-                _ => None,
-            },
+            } => {
+                let about_it = match fact {
+                    Fact::Read { msg_id, .. } => Some(msg_id.as_str()) == self.msg_id,
+                    Fact::Held { from, .. } => ours(from),
+                    Fact::Queued { from, text } => ours(from) && text == self.message,
+                };
+                about_it.then(|| Word::Transcript(Seen::from(fact)))
+            }
             _ => None,
         }
-    }
-
-    /// What the time alone decides: `queued` once the wait for `read` is over, else
-    /// `accepted` on silence once the window is.
-    fn waited(&self, now: Instant) -> Option<Receipt> {
-        if now < self.until() {
-            return None;
-        }
-        Some(match self.queued_at {
-            Some(_) => Receipt {
-                outcome: Outcome::Queued,
-                basis: Basis::Transcript,
-            },
-            None => Receipt {
-                outcome: Outcome::Accepted,
-                basis: Basis::Silence,
-            },
-        })
-    }
-
-    /// The sender ended: what the transcript said so far, else nothing.
-    fn ended(&self) -> Receipt {
-        self.queued_at.map_or(
-            Receipt {
-                outcome: Outcome::Accepted,
-                basis: Basis::Silence,
-            },
-            |_| Receipt {
-                outcome: Outcome::Queued,
-                basis: Basis::Transcript,
-            },
-        )
     }
 }
 

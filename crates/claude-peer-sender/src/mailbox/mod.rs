@@ -3,8 +3,10 @@
 //! A [`Mailbox`] keeps one headless Claude Code sender running (the same sender, model,
 //! hooks and checks as [`ClaudeRelay`]), so it hears what a one-shot send cannot: a held
 //! message released, denied or expired minutes later, replies sent to its address, and
-//! idle notices of receivers it subscribed to.
+//! idle notices of receivers it subscribed to. [`MailboxHandle`] serves one on a thread
+//! of its own, for front ends that wait on other inputs too.
 
+mod service;
 mod tracker;
 
 use std::cell::RefCell;
@@ -19,13 +21,16 @@ use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
 
 use crate::Error;
+use crate::channel::{Heard, Line};
 use crate::claude::{TurnEnd, await_result, await_sent};
+use crate::decider::Waits;
 use crate::sender::{Idle, Sender};
-use crate::stream::{Line, Queued};
-use crate::witness::{Heard, Witness};
+use crate::stream::Queued;
+use crate::witness::Witness;
 use claude_peer_deliver::{
     Basis, Confirmation, Courier, Delivered, Outcome, Relay, RelayFailure, Target,
 };
+pub use service::{Job, MailboxHandle, Open, Reply, Wait};
 use tracker::Tracker;
 
 use crate::ClaudeRelay;
@@ -170,7 +175,10 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
             home,
             sender,
             timeout: relay.timeout,
-            tracker: Tracker::new(relay.receipt_window),
+            tracker: Tracker::new(Waits {
+                window: relay.receipt_window,
+                read: relay.read_wait,
+            }),
             ready: VecDeque::new(),
             witnesses: Vec::new(),
             heard_while_sending: Vec::new(),
@@ -196,6 +204,29 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         message: &str,
         idle: Idle,
     ) -> Result<Delivered, Error> {
+        self.send_until(session_id, message, idle, Until::Sent)
+    }
+
+    /// Sends as [`Mailbox::send`] does, then waits for the receiver's word as a one-shot
+    /// send does (the receipt window, and again for `read` once it is queued), hearing
+    /// every other event meanwhile: the receipt decided is in [`Delivered::receipt`] (none
+    /// when the sender ended first). Its events still come as [`Event::Receipt`]s.
+    pub fn send_for_receipt(
+        &mut self,
+        session_id: &str,
+        message: &str,
+        idle: Idle,
+    ) -> Result<Delivered, Error> {
+        self.send_until(session_id, message, idle, Until::Decided)
+    }
+
+    fn send_until(
+        &mut self,
+        session_id: &str,
+        message: &str,
+        idle: Idle,
+        until: Until,
+    ) -> Result<Delivered, Error> {
         if self.closed {
             return Err(Error::Ended);
         }
@@ -208,6 +239,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
                 heard: RefCell::new(&mut self.heard_while_sending),
                 timeout: self.timeout,
                 idle,
+                until,
             };
             self.courier
                 .prepare(&self.home, session_id, message)
@@ -228,9 +260,37 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
                 )),
             });
         }
+        let mut delivered = delivered?;
+        if until == Until::Decided {
+            delivered.receipt = self.decide();
+        }
         // A wake the send's wait took is spent: the caller looks at its inputs now.
         self.wake_pending.store(false, Ordering::Release);
-        Ok(delivered?)
+        Ok(delivered)
+    }
+
+    /// Hears the sender until the awaited message's receipt is decided (or the sender
+    /// ended); every event meanwhile is kept for [`Mailbox::next_event`].
+    fn decide(&mut self) -> Option<claude_peer_deliver::Receipt> {
+        while !self.closed && !self.tracker.awaited_is_decided() {
+            let now = Instant::now();
+            self.ready
+                .extend(self.tracker.due(now).into_iter().map(Event::Receipt));
+            let Some(until) = self.tracker.next_due() else {
+                break;
+            };
+            match self
+                .sender
+                .lines
+                .recv_timeout(until.saturating_duration_since(now))
+            {
+                // For the caller's wait, which looks at its inputs once this returns.
+                Ok(Line::Wake) | Err(RecvTimeoutError::Timeout) => {}
+                Ok(line) => self.observe(line),
+                Err(RecvTimeoutError::Disconnected) => self.observe(Line::Closed),
+            }
+        }
+        self.tracker.take_decision()
     }
 
     /// Follows the transcript of `session_id` from now, unless it is followed already;
@@ -404,9 +464,11 @@ fn observe(
                         outcome,
                         recipient,
                         msg_ids,
-                    } => ready.push_back(Event::Receipt(
-                        tracker.notice(outcome, &recipient, &msg_ids),
-                    )),
+                    } => ready.extend(
+                        tracker
+                            .notice(outcome, &recipient, &msg_ids)
+                            .map(Event::Receipt),
+                    ),
                     Queued::Message {
                         from,
                         from_name,
@@ -445,6 +507,16 @@ struct MailboxRelay<'a> {
     heard: RefCell<&'a mut Vec<Line>>,
     timeout: Duration,
     idle: Idle,
+    until: Until,
+}
+
+/// Until when a send waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// Claude Code sent it.
+    Sent,
+    /// Its receipt is decided too.
+    Decided,
 }
 
 impl Relay for MailboxRelay<'_> {
@@ -469,6 +541,9 @@ impl Relay for MailboxRelay<'_> {
         if let Some(msg_id) = &msg_id {
             let recipient = format!("uds:{}", target.socket.display());
             tracker.sent(msg_id, &recipient, &target.session_id, message);
+            if self.until == Until::Decided {
+                tracker.await_decision(msg_id);
+            }
         }
         let detail = match &ids.subscribe {
             Some(id) => await_result(&mut sender, id, deadline, TurnEnd::Continues, |line| {

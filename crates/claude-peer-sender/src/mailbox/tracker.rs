@@ -1,384 +1,267 @@
-//! Which sent messages still wait for a word from their receiver, and what a notice
-//! settles: the mailbox's bookkeeping of receipts.
+//! The mailbox's books of receipts: a [`Decider`] for each message sent and not yet
+//! settled for good, by `msg_id`, and which of them a receiver's word is about.
 
-use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::collections::HashMap;
+use std::time::Instant;
 
 use claude_peer_deliver::{Basis, Outcome};
 use claude_peer_transcript::Fact;
 
 use super::Receipt;
+use crate::decider::{Decider, Seen, Waits, Word};
 
-/// A sent message its receiver's transcript has not shown read yet.
+/// A sent message whose receipt may still change.
 #[derive(Debug)]
-struct Unread {
-    msg_id: String,
+struct Entry {
+    /// The order it was sent in: equal texts are matched oldest first.
+    seq: u64,
     session_id: String,
     recipient: String,
-    /// Its text, until its transcript shows it queued (from then on only its `msg_id`
-    /// is looked for).
-    text: Option<String>,
+    text: String,
+    /// What its receiver's transcript has shown of it (each line is about one message).
+    shown: Vec<Seen>,
+    decider: Decider,
 }
 
-/// Which messages still wait for a word from their receiver.
+/// The messages whose receipts may still change.
 #[derive(Debug)]
 pub(super) struct Tracker {
-    window: Duration,
-    /// Sent, no notice yet, by receiver: accepted once the window after the last send
-    /// to that receiver passes quietly (notices to one receiver are debounced).
-    unsettled: HashMap<String, (Instant, Vec<String>)>,
-    /// Held by its receiver's word (a notice), waiting for released, denied or expired.
-    held: Vec<(String, String)>,
-    /// Held as its receiver's transcript shows, its notice not come yet: no longer waits
-    /// out the window, and the notice attributes it.
-    seen_held: Vec<(String, String)>,
-    /// Seen read in their receiver's transcript: decided, whatever notices follow.
-    read: HashSet<String>,
+    waits: Waits,
+    sent: HashMap<String, Entry>,
+    next_seq: u64,
     /// The count of the informational line that precedes each notice, by receiver.
     counts: HashMap<(String, Outcome), usize>,
-    /// Sent and not seen read, oldest first: what transcript lines are matched against.
-    unread: Vec<Unread>,
+    /// The message a send waits for the decision of: on the books until it is taken.
+    awaited: Option<String>,
 }
 
 impl Tracker {
-    pub(super) fn new(window: Duration) -> Self {
+    pub(super) fn new(waits: Waits) -> Self {
         Self {
-            window,
-            unsettled: HashMap::new(),
-            held: Vec::new(),
-            seen_held: Vec::new(),
-            read: HashSet::new(),
+            waits,
+            sent: HashMap::new(),
+            next_seq: 0,
             counts: HashMap::new(),
-            unread: Vec::new(),
+            awaited: None,
         }
     }
 
-    /// `msg_id` was sent to `recipient`, the session `session_id`, with `text`.
+    /// Keeps `msg_id` on the books until its decision is taken.
+    pub(super) fn await_decision(&mut self, msg_id: &str) {
+        self.awaited = Some(msg_id.to_owned());
+    }
+
+    /// The decision of the awaited message, when there is one; it is awaited no more.
+    pub(super) fn take_decision(&mut self) -> Option<claude_peer_deliver::Receipt> {
+        let msg_id = self.awaited.take()?;
+        let decision = self.sent.get(&msg_id)?.decider.decision();
+        self.forget_settled();
+        decision
+    }
+
+    /// `msg_id` was sent to `recipient`, the session `session_id`, with `text`. Notices to
+    /// one receiver are debounced: its earlier messages wait for silence from now on.
     pub(super) fn sent(&mut self, msg_id: &str, recipient: &str, session_id: &str, text: &str) {
-        self.unread.push(Unread {
-            msg_id: msg_id.to_owned(),
-            session_id: session_id.to_owned(),
-            recipient: recipient.to_owned(),
-            text: Some(text.to_owned()),
-        });
-        let entry = self
-            .unsettled
-            .entry(recipient.to_owned())
-            .or_insert_with(|| (Instant::now(), Vec::new()));
-        entry.0 = Instant::now() + self.window;
-        entry.1.push(msg_id.to_owned());
+        let now = Instant::now();
+        for entry in self.sent.values_mut() {
+            if entry.recipient == recipient {
+                entry.decider.defer(now);
+            }
+        }
+        self.sent.insert(
+            msg_id.to_owned(),
+            Entry {
+                seq: self.next_seq,
+                session_id: session_id.to_owned(),
+                recipient: recipient.to_owned(),
+                text: text.to_owned(),
+                shown: Vec::new(),
+                decider: Decider::new(now, self.waits),
+            },
+        );
+        self.next_seq += 1;
     }
 
     pub(super) fn counted(&mut self, recipient: &str, outcome: Outcome, count: usize) {
         self.counts.insert((recipient.to_owned(), outcome), count);
     }
 
-    /// A notice naming `named` (maybe not all it covers): settles what it names, and
-    /// attributes the rest only when exactly as many candidates wait as it covers.
+    /// A notice naming `named` (maybe not all it covers): tells what it names, and
+    /// attributes the rest only when exactly as many candidates wait as it covers. What
+    /// was told already (a held message its transcript showed held) is not told again.
     pub(super) fn notice(
         &mut self,
         outcome: Outcome,
         recipient: &str,
         named: &[String],
-    ) -> Receipt {
+    ) -> Option<Receipt> {
         let count = self
             .counts
             .remove(&(recipient.to_owned(), outcome))
             .unwrap_or(0)
             .max(named.len())
             .max(1);
-        let of = |list: &[(String, String)]| -> Vec<String> {
-            list.iter()
-                .filter(|(_, to)| to == recipient)
-                .map(|(id, _)| id.clone())
-                .collect()
+        let unnamed = self.oldest_first(|id, entry| {
+            entry.recipient == recipient && entry.decider.awaits(outcome) && !named.contains(id)
+        });
+        let rest = count - named.len();
+        let attributed = unnamed.len() == rest;
+        // What an unattributed rest can be: only messages not told it yet.
+        let untold = if attributed {
+            0
+        } else {
+            let untold = unnamed.iter().filter(|id| {
+                self.sent
+                    .get(*id)
+                    .is_some_and(|entry| !entry.decider.has_told(outcome))
+            });
+            rest.min(untold.count())
         };
-        let mut waiting = of(&self.seen_held);
-        match outcome {
-            Outcome::Released | Outcome::Denied | Outcome::Expired => {
-                waiting.extend(of(&self.held));
-            }
-            _ => waiting.extend(
-                self.unsettled
-                    .get(recipient)
-                    .map(|(_, ids)| ids.clone())
-                    .unwrap_or_default(),
-            ),
-        }
-        let unnamed: Vec<String> = waiting
-            .into_iter()
-            .filter(|id| !named.contains(id))
-            .collect();
         let mut msg_ids = named.to_vec();
-        if unnamed.len() == count - named.len() {
+        if attributed {
             msg_ids.extend(unnamed);
         }
-        if let Some((_, ids)) = self.unsettled.get_mut(recipient) {
-            ids.retain(|id| !msg_ids.contains(id));
-        }
-        self.held.retain(|(id, _)| !msg_ids.contains(id));
-        self.seen_held.retain(|(id, _)| !msg_ids.contains(id));
-        match outcome {
-            Outcome::Held => self
-                .held
-                .extend(msg_ids.iter().map(|id| (id.clone(), recipient.to_owned()))),
-            // Never to be read.
-            Outcome::Refused | Outcome::Denied | Outcome::Expired => {
-                self.unread.retain(|m| !msg_ids.contains(&m.msg_id));
-            }
-            _ => {}
-        }
-        Receipt {
+        let now = Instant::now();
+        msg_ids.retain(|id| match self.sent.get_mut(id) {
+            Some(entry) => entry.decider.hear(Word::Notice(outcome), now).is_some(),
+            // Off the books (read, or decided on silence): told as named.
+            None => true,
+        });
+        self.forget_settled();
+        let count = msg_ids.len() + untold;
+        (count > 0).then(|| Receipt {
             outcome,
             basis: Basis::Notice,
             msg_ids,
             count,
             recipient: recipient.to_owned(),
-        }
+        })
     }
 
-    /// What a line of `session_id`'s transcript settles, for messages sent from `from`
+    /// What a line of `session_id`'s transcript tells, for messages sent from `from`
     /// (this mailbox's own address): read (by `msg_id`), queued or held (by sender and
-    /// text, the oldest such message first). Read and queued are receipts of their own;
-    /// held only stops the window, as the receiver's notice says it with its `msg_id`s.
+    /// text, the oldest such message first).
     pub(super) fn transcript(
         &mut self,
         session_id: &str,
         fact: &Fact,
         from: &str,
     ) -> Option<Receipt> {
-        let (outcome, at) = match fact {
-            Fact::Read { msg_id, .. } => (
-                Outcome::Read,
-                self.unread.iter().position(|m| &m.msg_id == msg_id)?,
-            ),
-            Fact::Queued { from: by, text } if by == from => (
-                Outcome::Queued,
-                self.unread
-                    .iter()
-                    .position(|m| m.session_id == session_id && m.text.as_ref() == Some(text))?,
-            ),
+        let seen = Seen::from(fact);
+        let unshown = |entry: &Entry| {
+            entry.session_id == session_id
+                && !entry.shown.contains(&seen)
+                && !entry.shown.contains(&Seen::Read)
+        };
+        let msg_id = match fact {
+            Fact::Read { msg_id, .. } => msg_id.clone(),
+            Fact::Queued { from: by, text } if by == from => self
+                .oldest_first(|_, entry| unshown(entry) && entry.text == *text)
+                .into_iter()
+                .next()?,
             Fact::Held { from: by, preview } if by == from => {
                 let preview = preview.trim_end_matches('…');
-                let unsettled = |id: &str| {
-                    self.unsettled
-                        .values()
-                        .any(|(_, ids)| ids.iter().any(|u| u == id))
-                };
-                (
-                    Outcome::Held,
-                    self.unread.iter().position(|m| {
-                        m.session_id == session_id
-                            && m.text.as_deref().is_some_and(|t| t.starts_with(preview))
-                            && unsettled(&m.msg_id)
-                    })?,
-                )
+                self.oldest_first(|_, entry| unshown(entry) && entry.text.starts_with(preview))
+                    .into_iter()
+                    .next()?
             }
             _ => return None,
         };
-        let message = &mut self.unread[at];
-        let (msg_id, recipient) = (message.msg_id.clone(), message.recipient.clone());
-        if let Some((_, ids)) = self.unsettled.get_mut(&recipient) {
-            ids.retain(|id| *id != msg_id);
-        }
-        match outcome {
-            Outcome::Read => {
-                self.unread.remove(at);
-                self.read.insert(msg_id.clone());
-            }
-            Outcome::Queued => message.text = None,
-            _ => {
-                self.seen_held.push((msg_id, recipient));
-                return None;
-            }
-        }
-        Some(Receipt {
-            outcome,
-            basis: Basis::Transcript,
+        let entry = self.sent.get_mut(&msg_id)?;
+        entry.shown.push(seen);
+        let recipient = entry.recipient.clone();
+        let told = entry.decider.hear(Word::Transcript(seen), Instant::now());
+        self.forget_settled();
+        told.map(|told| Receipt {
+            outcome: told.outcome,
+            basis: told.basis,
             msg_ids: vec![msg_id],
             count: 1,
             recipient,
         })
     }
 
-    /// Receivers whose window passed without a notice: their messages were accepted.
+    /// Decides what the time decides at `now`: the messages accepted on silence, one
+    /// receipt a receiver, off the books from then on.
     pub(super) fn due(&mut self, now: Instant) -> Vec<Receipt> {
-        let due: Vec<String> = self
-            .unsettled
-            .iter()
-            .filter(|(_, (until, ids))| *until <= now && !ids.is_empty())
-            .map(|(recipient, _)| recipient.clone())
-            .collect();
-        due.into_iter()
-            .filter_map(|recipient| {
-                let (_, msg_ids) = self.unsettled.remove(&recipient)?;
-                // Decided: no transcript line is waited for any more.
-                self.unread.retain(|m| !msg_ids.contains(&m.msg_id));
-                Some(Receipt {
+        let accepted =
+            self.oldest_first(|_, entry| entry.decider.decide_by().is_some_and(|by| by <= now));
+        let mut receipts: Vec<Receipt> = Vec::new();
+        for msg_id in accepted {
+            let Some(entry) = self.sent.get_mut(&msg_id) else {
+                continue;
+            };
+            if entry.decider.waited(now).is_none() {
+                // `queued`, told already; `read` may still come.
+                continue;
+            }
+            let recipient = entry.recipient.clone();
+            if self.awaited.as_ref() != Some(&msg_id) {
+                self.sent.remove(&msg_id);
+            }
+            match receipts.iter_mut().find(|r| r.recipient == recipient) {
+                Some(receipt) => {
+                    receipt.msg_ids.push(msg_id);
+                    receipt.count += 1;
+                }
+                None => receipts.push(Receipt {
                     outcome: Outcome::Accepted,
                     basis: Basis::Silence,
-                    count: msg_ids.len(),
-                    msg_ids,
+                    msg_ids: vec![msg_id],
+                    count: 1,
                     recipient,
-                })
-            })
-            .collect()
+                }),
+            }
+        }
+        receipts
     }
 
+    /// When the time next decides a receipt.
     pub(super) fn next_due(&self) -> Option<Instant> {
-        self.unsettled
+        self.sent
             .values()
-            .filter(|(_, ids)| !ids.is_empty())
-            .map(|(until, _)| *until)
+            .filter_map(|entry| entry.decider.decide_by())
             .min()
     }
 
+    /// Whether the awaited message is decided, or off the books.
+    pub(super) fn awaited_is_decided(&self) -> bool {
+        self.awaited
+            .as_ref()
+            .and_then(|id| self.sent.get(id))
+            .is_none_or(|entry| entry.decider.decision().is_some())
+    }
+
+    /// The messages whose fate is still to learn: held, or within their window.
     pub(super) fn unknown(&self) -> Vec<String> {
-        let held = self.held.iter().chain(&self.seen_held).map(|(id, _)| id);
-        let unsettled = self.unsettled.values().flat_map(|(_, ids)| ids);
-        held.chain(unsettled)
-            .filter(|id| !self.read.contains(*id))
-            .cloned()
-            .collect()
+        self.oldest_first(|_, entry| entry.decider.is_open())
+    }
+
+    /// The `msg_id`s of the entries `keep` keeps, in the order they were sent.
+    fn oldest_first(&self, keep: impl Fn(&String, &Entry) -> bool) -> Vec<String> {
+        let mut kept: Vec<(&String, &Entry)> = self
+            .sent
+            .iter()
+            .filter(|(id, entry)| keep(id, entry))
+            .collect();
+        kept.sort_by_key(|(_, entry)| entry.seq);
+        kept.into_iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    /// Takes off the books what nothing more will be learned of (and, once its decision
+    /// is taken, what was decided on silence).
+    fn forget_settled(&mut self) {
+        let awaited = self.awaited.as_ref();
+        self.sent.retain(|id, entry| {
+            let settled = entry.decider.is_final()
+                || entry
+                    .decider
+                    .decision()
+                    .is_some_and(|r| r.basis == Basis::Silence);
+            !settled || awaited == Some(id)
+        });
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ids(names: &[&str]) -> Vec<String> {
-        names.iter().map(|&n| n.to_owned()).collect()
-    }
-
-    #[test]
-    fn quiet_windows_accept_and_notices_settle_what_they_name() {
-        let mut tracker = Tracker::new(Duration::ZERO);
-        tracker.sent("a", "uds:/r.sock", "s", "text");
-        tracker.sent("b", "uds:/r.sock", "s", "text");
-        tracker.sent("c", "uds:/s.sock", "s", "text");
-        let held = tracker.notice(Outcome::Held, "uds:/r.sock", &ids(&["a"]));
-        assert_eq!(held.msg_ids, ids(&["a"]));
-        let accepted = tracker.due(Instant::now() + Duration::from_millis(1));
-        assert_eq!(accepted.len(), 2);
-        assert!(
-            accepted
-                .iter()
-                .any(|r| r.recipient == "uds:/r.sock" && r.msg_ids == ids(&["b"]))
-        );
-        assert_eq!(
-            tracker.unknown(),
-            ids(&["a"]),
-            "a held message has no final outcome yet"
-        );
-        let released = tracker.notice(Outcome::Released, "uds:/r.sock", &ids(&["a"]));
-        assert_eq!((released.msg_ids, released.count), (ids(&["a"]), 1));
-        assert!(tracker.unknown().is_empty());
-    }
-
-    #[test]
-    fn a_coalesced_notice_attributes_the_unnamed_only_when_the_count_leaves_no_doubt() {
-        let mut tracker = Tracker::new(Duration::from_secs(60));
-        for id in ["a", "b", "c", "d", "e", "f", "g"] {
-            tracker.sent(id, "uds:/r.sock", "s", "text");
-        }
-        tracker.counted("uds:/r.sock", Outcome::Held, 7);
-        let all = tracker.notice(
-            Outcome::Held,
-            "uds:/r.sock",
-            &ids(&["a", "b", "c", "d", "e"]),
-        );
-        assert_eq!(
-            (all.count, all.msg_ids.len()),
-            (7, 7),
-            "the two unnamed are the two waiting"
-        );
-
-        tracker.counted("uds:/r.sock", Outcome::Released, 3);
-        let some = tracker.notice(Outcome::Released, "uds:/r.sock", &ids(&["a"]));
-        assert_eq!(
-            (some.count, some.msg_ids),
-            (3, ids(&["a"])),
-            "six wait, three released: which is unknown"
-        );
-        assert_eq!(tracker.unknown().len(), 6);
-    }
-
-    #[test]
-    fn transcript_lines_settle_our_messages_by_msg_id_or_by_sender_and_text() {
-        let mut tracker = Tracker::new(Duration::ZERO);
-        let us = "uds:/me.sock";
-        tracker.sent("a", "uds:/r.sock", "s-r", "same words");
-        tracker.sent("b", "uds:/r.sock", "s-r", "same words");
-        tracker.sent("c", "uds:/r.sock", "s-r", "other words");
-        let queued = |from: &str, text: &str| Fact::Queued {
-            from: from.to_owned(),
-            text: text.to_owned(),
-        };
-        assert_eq!(
-            tracker.transcript("s-r", &queued("uds:/someone-else.sock", "same words"), us),
-            None,
-            "another sender's message with the same text is not ours"
-        );
-        assert_eq!(
-            tracker.transcript("s-other", &queued(us, "same words"), us),
-            None
-        );
-        let first = tracker
-            .transcript("s-r", &queued(us, "same words"), us)
-            .unwrap();
-        let second = tracker
-            .transcript("s-r", &queued(us, "same words"), us)
-            .unwrap();
-        assert_eq!(
-            (first.msg_ids, second.msg_ids, first.basis),
-            (ids(&["a"]), ids(&["b"]), Basis::Transcript),
-            "equal texts are queued in the order they were sent"
-        );
-        let read = Fact::Read {
-            msg_id: "b".to_owned(),
-            from: None,
-        };
-        let read = tracker.transcript("s-r", &read, us).unwrap();
-        assert_eq!((read.outcome, read.msg_ids), (Outcome::Read, ids(&["b"])));
-        let held = Fact::Held {
-            from: us.to_owned(),
-            preview: "other wo…".to_owned(),
-        };
-        assert_eq!(
-            tracker.transcript("s-r", &held, us),
-            None,
-            "held is told by its notice, which names it"
-        );
-        assert!(
-            tracker
-                .due(Instant::now() + Duration::from_millis(1))
-                .is_empty(),
-            "nothing the transcript settled is accepted on silence"
-        );
-        assert_eq!(
-            tracker.unknown(),
-            ids(&["c"]),
-            "queued is decided, held is not"
-        );
-        tracker.counted("uds:/r.sock", Outcome::Held, 1);
-        let noticed = tracker.notice(Outcome::Held, "uds:/r.sock", &[]);
-        assert_eq!(
-            (noticed.msg_ids, noticed.basis),
-            (ids(&["c"]), Basis::Notice),
-            "a coalesced notice attributes what the transcript saw held"
-        );
-        let read_after_release = Fact::Read {
-            msg_id: "c".to_owned(),
-            from: None,
-        };
-        assert!(tracker.transcript("s-r", &read_after_release, us).is_some());
-        assert!(tracker.unknown().is_empty(), "read is decided");
-        let released = tracker.notice(Outcome::Released, "uds:/r.sock", &ids(&["c"]));
-        assert_eq!(
-            released.msg_ids,
-            ids(&["c"]),
-            "a release told after the read"
-        );
-    }
-}
+mod tests;

@@ -8,10 +8,6 @@ use serde_json::Value;
 use notice::parse_tally;
 pub(crate) use notice::{Queued, Tally};
 
-/// The channel's message, still named from here by the modules that read the channel;
-/// it is defined in [`crate::channel`], above this parse.
-pub(crate) use crate::channel::Line;
-
 /// One stream-json line, reduced to what a relay acts on.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Printed {

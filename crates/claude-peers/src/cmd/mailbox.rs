@@ -6,32 +6,34 @@ use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
 
 use claude_peer_deliver::Delivered;
+use claude_peer_guard::protocol::MAX_ESCAPED_MESSAGE_BYTES;
 use claude_peer_probe::stream::{self, Line};
 use claude_peer_resolve::Refusal;
-use claude_peer_sender::{Event, Idle, Mailbox, Waker};
+use claude_peer_sender::{Event, Idle, Job, MailboxHandle, Reply};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 
 use crate::error::{Exit, Failure};
 use crate::json::{MailboxEventJson, SessionJson};
 use crate::ops::broadcast::{Plan, Targets};
 use crate::ops::{Context, send, sessions};
+use crate::signals;
 
-/// The longest request line read: a 64 KiB message, JSON-escaped, with room.
-const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+/// The longest request line read: one message, JSON-escaped, with room.
+const MAX_REQUEST_BYTES: usize = MAX_ESCAPED_MESSAGE_BYTES;
 
-/// What reaches the loop besides the mailbox's own events.
+/// What reaches the main thread: request lines, the end of stdin, or a wake to look at
+/// [`State`].
 enum Input {
     Request(Result<String, BadLine>),
     End,
+    Wake,
 }
 
 /// A request line that cannot be a request at all.
@@ -84,56 +86,96 @@ pub(crate) fn run(
     from: String,
     timeout: Duration,
 ) -> Result<Exit, Failure> {
+    let (to_main, inputs) = mpsc::sync_channel(WAITING_REQUESTS);
+    let state = Arc::new(State::default());
     // Watched before anything starts: a signal while the sender starts is not lost.
-    let signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map_err(|err| {
-        Failure::error(
-            "signals",
-            format!("cannot watch for SIGINT and SIGTERM: {err}"),
-        )
-    })?;
+    {
+        let (first, second) = (Arc::clone(&state), Arc::clone(&state));
+        let to_main = to_main.clone();
+        signals::watch(
+            move |_| {
+                first.signalled.store(true, Ordering::Release);
+                wake(&to_main);
+            },
+            move || kill_group(second.sender.load(Ordering::Acquire)),
+        )?;
+    }
     let relay = send::claude(claude, from, timeout)?;
-    let mut mailbox = send::mailbox(ctx, &relay)?;
-    let inputs = listen(signals, &mailbox.waker(), mailbox.pid());
-    let mut out = io::stdout().lock();
+    let mailbox = send::mailboxes(ctx, &relay)()?;
+    state.sender.store(mailbox.pid(), Ordering::Release);
+    let events = {
+        let (state, to_main) = (Arc::clone(&state), to_main.clone());
+        move |event: Event| {
+            let written = emit(&MailboxEventJson::from(&event));
+            if matches!(event, Event::Closed { .. }) {
+                state.ended.store(true, Ordering::Release);
+                wake(&to_main);
+            }
+            state.heard(&written, &to_main);
+        }
+    };
+    let handle = MailboxHandle::spawn(Some(mailbox), None, events).map_err(|err| {
+        Failure::error("mailbox_failed", format!("cannot start the mailbox: {err}"))
+    })?;
+    read_requests(to_main.clone());
     loop {
-        let signalled = || inputs.signalled.load(Ordering::Acquire);
-        if signalled() {
-            return Ok(stop(mailbox, &inputs.requests, &mut out));
+        if state.ended.load(Ordering::Acquire) {
+            return Ok(Exit::Error);
         }
-        if let Ok(input) = inputs.requests.try_recv() {
-            match input {
-                Input::Request(line) => {
-                    let answered = answer(&mut mailbox, ctx, line, &signalled, |event| {
-                        emit(&mut out, event)
-                    });
-                    if answered.is_err() {
-                        return Ok(close(mailbox, &mut out));
-                    }
-                }
-                Input::End => return Ok(close(mailbox, &mut out)),
-            }
-            continue;
+        if state.signalled.load(Ordering::Acquire) {
+            return Ok(stop(&handle, &inputs));
         }
-        if let Some(event) = mailbox.next_event(Duration::from_secs(3600)) {
-            let ended = matches!(event, Event::Closed { .. });
-            let written = emit(&mut out, &MailboxEventJson::from(&event));
-            if ended {
-                return Ok(Exit::Error);
+        if state.gone.load(Ordering::Acquire) {
+            handle.close();
+            return Ok(Exit::Success);
+        }
+        match inputs.recv() {
+            Ok(Input::Request(line)) => {
+                let answered = answer(&handle, ctx, line, &state, &to_main);
+                state.heard(&answered, &to_main);
             }
-            if written.is_err() {
-                return Ok(close(mailbox, &mut out));
+            Ok(Input::Wake) => {}
+            Ok(Input::End) | Err(_) => {
+                handle.close();
+                return Ok(Exit::Success);
             }
         }
     }
 }
 
-/// Closes the mailbox and writes what is still to come, `closed` last.
-fn close(mailbox: Mailbox, out: &mut impl Write) -> Exit {
-    for event in mailbox.close() {
-        // The reader may be gone (that is one way to end): nothing to tell anyone.
-        let _ = emit(out, &MailboxEventJson::from(&event));
+/// What the threads tell the main one besides requests.
+#[derive(Debug, Default)]
+struct State {
+    /// The first stop signal came.
+    signalled: AtomicBool,
+    /// The mailbox's sender ended (its `closed` was written).
+    ended: AtomicBool,
+    /// Stdout's reader has gone.
+    gone: AtomicBool,
+    /// The sender's pid, once it started: its process group is killed at a second signal.
+    sender: AtomicU32,
+}
+
+impl State {
+    /// Notes a failed write: the reader has gone.
+    fn heard(&self, written: &io::Result<()>, to_main: &SyncSender<Input>) {
+        if written.is_err() {
+            self.gone.store(true, Ordering::Release);
+            wake(to_main);
+        }
     }
-    Exit::Success
+}
+
+/// Wakes the main thread to look at the [`State`], unless it has inputs to take anyway
+/// (then it looks before the next).
+fn wake(to_main: &SyncSender<Input>) {
+    let _ = to_main.try_send(Input::Wake);
+}
+
+fn kill_group(sender: u32) {
+    if let Some(group) = rustix::process::Pid::from_raw(sender.cast_signed()) {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
 }
 
 /// How long after the last one a request already written to stdin is still taken, to be
@@ -143,53 +185,30 @@ const CANCEL_GRACE: Duration = Duration::from_millis(200);
 /// The first signal: nothing more is sent. Each request written but not sent (read now
 /// or within [`CANCEL_GRACE`] of the last) is answered `cancelled`, then the mailbox
 /// closes (`closed` last).
-fn stop(mailbox: Mailbox, requests: &Receiver<Input>, out: &mut impl Write) -> Exit {
-    while let Ok(Input::Request(line)) = requests.recv_timeout(CANCEL_GRACE) {
-        let id = line.ok().and_then(|line| request_id(&line));
-        let _ = emit(
-            out,
-            &MailboxEventJson::Cancelled {
-                id: id.as_deref(),
-                target: None,
-            },
-        );
+fn stop(handle: &MailboxHandle, inputs: &Receiver<Input>) -> Exit {
+    loop {
+        match inputs.recv_timeout(CANCEL_GRACE) {
+            Ok(Input::Request(line)) => {
+                let id = line.ok().and_then(|line| request_id(&line));
+                let _ = emit(&MailboxEventJson::Cancelled {
+                    id: id.as_deref(),
+                    target: None,
+                });
+            }
+            Ok(Input::Wake) => {}
+            Ok(Input::End) | Err(_) => break,
+        }
     }
-    close(mailbox, out)
+    handle.close();
+    Exit::Success
 }
 
 /// How many request lines wait, read but not yet sent, before stdin is read no further:
 /// a flood of requests holds at most this many (each at most 1 MiB) in memory.
 const WAITING_REQUESTS: usize = 64;
 
-/// The mailbox's inputs besides its own events.
-struct Inputs {
-    /// Request lines in order, then the end of stdin: at most [`WAITING_REQUESTS`].
-    requests: Receiver<Input>,
-    /// Set by the first SIGINT or SIGTERM.
-    signalled: Arc<AtomicBool>,
-}
-
-/// Reads requests from stdin and watches for SIGINT and SIGTERM, each on a thread of
-/// its own that wakes the mailbox when something came. A second signal ends the process
-/// at once, killing the sender's process group (`sender`) first.
-fn listen(mut signals: Signals, waker: &Waker, sender: u32) -> Inputs {
-    let (tx, requests) = mpsc::sync_channel(WAITING_REQUESTS);
-    let signalled = Arc::new(AtomicBool::new(false));
-    let signal_flag = Arc::clone(&signalled);
-    let signal_waker = waker.clone();
-    thread::spawn(move || {
-        let mut signals = signals.forever();
-        let Some(first) = signals.next() else { return };
-        signal_flag.store(true, Ordering::Release);
-        signal_waker.wake();
-        if signals.next().is_some() {
-            if let Some(group) = rustix::process::Pid::from_raw(sender.cast_signed()) {
-                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-            }
-            std::process::exit(128 + first);
-        }
-    });
-    let waker = waker.clone();
+/// Reads request lines from stdin on a thread of its own, then tells the end of stdin.
+fn read_requests(to_main: SyncSender<Input>) {
     thread::spawn(move || {
         let _ = stream::read_lines(io::stdin().lock(), MAX_REQUEST_BYTES, |line| {
             let request = match line {
@@ -199,19 +218,13 @@ fn listen(mut signals: Signals, waker: &Waker, sender: u32) -> Inputs {
                 Line::Overlong => Err(BadLine::Overlong),
             };
             // Blocks while the queue is full: stdin is then read no further.
-            if tx.send(Input::Request(request)).is_err() {
+            if to_main.send(Input::Request(request)).is_err() {
                 return ControlFlow::Break(());
             }
-            waker.wake();
             ControlFlow::Continue(())
         });
-        let _ = tx.send(Input::End);
-        waker.wake();
+        let _ = to_main.send(Input::End);
     });
-    Inputs {
-        requests,
-        signalled,
-    }
 }
 
 /// The `id` of a request line, when it has one.
@@ -223,15 +236,15 @@ fn request_id(line: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Answers one request line with its events, `sent`, `refused` or `error` (one per
-/// target of `session_ids`), handed to `emit`, which stops it when it fails.
-/// `signalled` tells that a signal came: targets not sent to yet are then `cancelled`.
+/// Answers one request line with its events, `sent`, `refused`, `error` or
+/// `cancelled` (one per target of `session_ids`); an error is stdout's reader gone.
+/// Targets not sent to yet when a signal came are `cancelled`.
 fn answer(
-    mailbox: &mut Mailbox,
+    handle: &MailboxHandle,
     ctx: &Context,
     line: Result<String, BadLine>,
-    signalled: &dyn Fn() -> bool,
-    mut emit: impl FnMut(&MailboxEventJson<'_>) -> io::Result<()>,
+    state: &Arc<State>,
+    to_main: &SyncSender<Input>,
 ) -> io::Result<()> {
     let error = |id, message| MailboxEventJson::Error {
         id,
@@ -255,17 +268,17 @@ fn answer(
     };
     let send = &request.send;
     let id = request.id.as_deref();
+    let sends = Sends {
+        handle,
+        state,
+        to_main,
+    };
     match (&send.session_id, &send.session_ids) {
         (Some(target), None) => match sessions::session_id(ctx, target) {
-            Ok(session_id) => {
-                let result = mailbox.send(&session_id, &send.message, send.idle());
-                emit(&Answer::of(&result).event(id, None))
-            }
+            Ok(session_id) => sends.send(&session_id, send, id, &[]),
             Err(failure) => emit(&Answer::Failed(&failure).event(id, None)),
         },
-        (None, Some(targets)) if !targets.is_empty() => {
-            broadcast(mailbox, ctx, id, targets, send, signalled, emit)
-        }
+        (None, Some(targets)) if !targets.is_empty() => broadcast(&sends, ctx, id, targets, send),
         (Some(_), Some(_)) => emit(&error(
             id,
             "a request names `session_id` or `session_ids`, not both; nothing was sent",
@@ -277,6 +290,60 @@ fn answer(
     }
 }
 
+/// Sends through the mailbox service, as the main thread makes them: one at a time.
+struct Sends<'a> {
+    handle: &'a MailboxHandle,
+    state: &'a Arc<State>,
+    to_main: &'a SyncSender<Input>,
+}
+
+impl Sends<'_> {
+    /// Sends `send` to `session_id`, and waits until its answer (one per target of
+    /// `targets`, or one without a target when there are none) is written: on the
+    /// mailbox's thread, in its place among the events. Cancelled when a signal came
+    /// before its turn.
+    fn send(
+        &self,
+        session_id: &str,
+        send: &Send,
+        id: Option<&str>,
+        targets: &[&str],
+    ) -> io::Result<()> {
+        let (done, answered) = mpsc::channel();
+        let id = id.map(str::to_owned);
+        let targets: Vec<String> = targets.iter().map(|&t| t.to_owned()).collect();
+        let (state, to_main) = (Arc::clone(self.state), self.to_main.clone());
+        let reply = move |reply: Reply| {
+            let result = match reply {
+                Reply::Sent(result) => Some(result),
+                Reply::Cancelled => None,
+            };
+            let answer = result.as_ref().map_or(Answer::Cancelled, Answer::of);
+            let written = if targets.is_empty() {
+                emit(&answer.event(id.as_deref(), None))
+            } else {
+                targets
+                    .iter()
+                    .try_for_each(|target| emit(&answer.event(id.as_deref(), Some(target))))
+            };
+            state.heard(&written, &to_main);
+            let _ = done.send(());
+        };
+        let signalled = Arc::clone(self.state);
+        self.handle.send(
+            Job::new(session_id, &send.message, reply)
+                .idle(send.idle())
+                .cancelled_when(move || signalled.signalled.load(Ordering::Acquire)),
+        );
+        // Unanswered only when the mailbox ended meanwhile, which the main loop sees.
+        let _ = answered.recv();
+        if self.state.gone.load(Ordering::Acquire) {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        Ok(())
+    }
+}
+
 /// What one send, or one target of several, is answered.
 enum Answer<'a> {
     Sent(&'a Delivered),
@@ -284,10 +351,12 @@ enum Answer<'a> {
     Error(String),
     /// A target that names no session to send to.
     Failed(&'a Failure),
+    /// Not sent: a signal came first.
+    Cancelled,
 }
 
 impl<'a> Answer<'a> {
-    fn of(result: &'a Result<Delivered, claude_peer_sender::Error>) -> Self {
+    fn of(result: &'a Result<Box<Delivered>, claude_peer_sender::Error>) -> Self {
         match result {
             Ok(delivered) => Self::Sent(delivered),
             Err(err) => err
@@ -326,6 +395,7 @@ impl<'a> Answer<'a> {
                 target,
                 message: &failure.message,
             },
+            Self::Cancelled => MailboxEventJson::Cancelled { id, target },
         }
     }
 }
@@ -334,13 +404,11 @@ impl<'a> Answer<'a> {
 /// ([`Plan`]): a target that names no live session is refused at once, then each session
 /// is sent to once, in the order of their pids, and answered for every target naming it.
 fn broadcast(
-    mailbox: &mut Mailbox,
+    sends: &Sends<'_>,
     ctx: &Context,
     id: Option<&str>,
     targets: &[String],
     send: &Send,
-    signalled: &dyn Fn() -> bool,
-    mut emit: impl FnMut(&MailboxEventJson<'_>) -> io::Result<()>,
 ) -> io::Result<()> {
     let given = Targets {
         given: targets.to_vec(),
@@ -353,29 +421,16 @@ fn broadcast(
     for (target, failure) in plan.refused() {
         emit(&Answer::Failed(failure).event(id, Some(target)))?;
     }
-    let sessions: Vec<(&str, Vec<&str>)> = plan.sessions().collect();
-    for (n, (session_id, named)) in sessions.iter().enumerate() {
-        if signalled() {
-            for target in sessions[n..].iter().flat_map(|(_, named)| named) {
-                let cancelled = MailboxEventJson::Cancelled {
-                    id,
-                    target: Some(target),
-                };
-                emit(&cancelled)?;
-            }
-            return Ok(());
-        }
-        let result = mailbox.send(session_id, &send.message, send.idle());
-        let answer = Answer::of(&result);
-        for target in named {
-            emit(&answer.event(id, Some(target)))?;
-        }
+    for (session_id, named) in plan.sessions() {
+        sends.send(session_id, send, id, &named)?;
     }
     Ok(())
 }
 
-fn emit(out: &mut impl Write, event: &impl Serialize) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, event)?;
+/// Writes one JSON line to stdout, whole: the main thread and the mailbox's write them.
+fn emit(event: &impl Serialize) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    serde_json::to_writer(&mut out, event)?;
     writeln!(out)?;
     out.flush()
 }

@@ -15,9 +15,9 @@
 //! kept for the server's life, in arrival order: one sender, whose address receivers
 //! reply to, so replies, later receipts and idle notices reach the agent through
 //! `wait_for_messages` and `notifications/message`. A call the client cancels before the
-//! mailbox takes it is not sent; one taken is sent whole. A closed stdin or SIGINT or
-//! SIGTERM closes the mailbox cleanly, its waiting calls unsent (a second signal exits
-//! at once).
+//! mailbox takes it is not sent; one taken is sent whole. A closed stdin or a stop signal
+//! (SIGINT, SIGTERM, SIGHUP, SIGQUIT) closes the mailbox cleanly, its waiting calls
+//! unsent (a second signal exits at once).
 //!
 //! The async runtime lives here, in the command, and only for this subcommand: the
 //! library crates stay synchronous, and their blocking calls run on tokio's blocking pool
@@ -30,7 +30,6 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread;
 use std::time::Duration;
 
 use claude_peer_deliver::check_message;
@@ -51,14 +50,13 @@ use rmcp::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 use tokio::task::JoinError;
 
 use crate::error::{Exit, Failure};
 use crate::json::{SessionDetailJson, SessionJson, SessionsJson, WhoamiJson};
 use crate::ops::{Context, policy, sessions, whoami};
 use crate::output::{Format, Output};
+use crate::signals;
 use inbox::{Events, Inbox, Whom};
 
 /// How rmcp begins the message of arguments that do not deserialize.
@@ -134,10 +132,8 @@ pub(crate) fn run(ctx: Context, claude: Option<PathBuf>) -> Result<Exit, Failure
     // Nothing left to answer: a read of stdin still blocked is not waited for.
     runtime.shutdown_background();
     let (quit, signal) = served?;
-    match signal {
-        Some(SIGTERM) => return Ok(Exit::Terminated),
-        Some(_) => return Ok(Exit::Interrupted),
-        None => {}
+    if let Some(signal) = signal {
+        return Ok(signals::exit_for(signal));
     }
     quit.map_err(|err| Failure::error("mcp_failed", format!("the MCP server failed: {err}")))?;
     Ok(Exit::Success)
@@ -164,24 +160,16 @@ async fn announce(config: Arc<Config>, mut events: tokio::sync::mpsc::Receiver<V
     }
 }
 
-/// Watches for SIGINT and SIGTERM: the first is told through the receiver (the server
+/// Watches for the stop signals: the first is told through the receiver (the server
 /// then ends and closes its mailbox), a second exits at once.
 fn watch_signals() -> Result<tokio::sync::oneshot::Receiver<i32>, Failure> {
-    let mut signals = Signals::new([SIGINT, SIGTERM]).map_err(|err| {
-        Failure::error(
-            "signals",
-            format!("cannot watch for SIGINT and SIGTERM: {err}"),
-        )
-    })?;
     let (tx, rx) = tokio::sync::oneshot::channel();
-    thread::spawn(move || {
-        let mut signals = signals.forever();
-        let Some(first) = signals.next() else { return };
-        let _ = tx.send(first);
-        if signals.next().is_some() {
-            std::process::exit(128 + first);
-        }
-    });
+    signals::watch(
+        move |first| {
+            let _ = tx.send(first);
+        },
+        || {},
+    )?;
     Ok(rx)
 }
 

@@ -16,7 +16,7 @@ use crate::ops::broadcast::{Targets, broadcast};
 use crate::ops::send::{self, Relayed};
 use crate::ops::{Context, absolute, sessions};
 use crate::output::Output;
-use crate::signals::{Interrupt, OnSignal};
+use crate::signals::Interrupt;
 use crate::table::field;
 
 // `send`'s flags (its help is the command's, in `cli.rs`).
@@ -87,7 +87,7 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
     // Before a sender starts: a signal then stops a send that has not started. A relay
     // program is the user's own and is left to the default action.
     let interrupt = if args.relay.is_empty() {
-        Some(Interrupt::watch(OnSignal::Cancel)?)
+        Some(Interrupt::watch()?)
     } else {
         None
     };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use claude_peer_deliver::{CommandRelay, MAX_MESSAGE_BYTES, Relay};
-use claude_peer_sender::{ClaudeRelay, Mailbox};
+use claude_peer_sender::{ClaudeRelay, Mailbox, Open};
 
 use crate::error::Failure;
 use crate::ops::Context;
@@ -78,13 +78,13 @@ pub(crate) fn with_relay<T>(
     }
 }
 
-/// Opens a mailbox that sends with `relay`'s sender through the same gate as `send`.
-pub(crate) fn mailbox(ctx: &Context, relay: &ClaudeRelay) -> Result<Mailbox, Failure> {
-    Ok(Mailbox::with_courier(
-        ctx.courier(),
-        ctx.home.clone(),
-        &guarded(ctx, relay)?,
-    )?)
+/// Opens mailboxes that send with `relay`'s sender through the same gate as `send`: one
+/// each call, the mailbox service's [`Open`] (a sender refuses to start, as in
+/// [`guarded`], when managed settings keep its guard hooks from running).
+pub(crate) fn mailboxes(ctx: &Context, relay: &ClaudeRelay) -> Open {
+    let relay = relay.clone().managed_settings(&ctx.managed_settings);
+    let ctx = ctx.clone();
+    Box::new(move || Mailbox::with_courier(ctx.courier(), ctx.home.clone(), &relay))
 }
 
 /// `relay` under the managed settings of `ctx`, refused before anything starts when they

@@ -1,15 +1,14 @@
-//! Messages typed in `top`: one Claude Code sender, started at the first message, sends
+//! Messages typed in `top`: one mailbox service, started at the first message, sends
 //! them in order on a thread of its own (the screen never waits for it); what each send
-//! did, and everything the sender hears later, reaches the dashboard's loop.
+//! did, and everything the sender hears later, reaches the dashboard's loop in the order
+//! it happened.
 
+use std::cell::OnceCell;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::sync::mpsc::Sender;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
-use claude_peer_sender::{Event, Idle, Mailbox, Waker};
+use claude_peer_sender::{Event, Job, MailboxHandle, Reply};
 
 use super::Input;
 use crate::error::Failure;
@@ -27,18 +26,13 @@ pub(crate) enum Heard {
     Event(Event),
 }
 
-enum Job {
-    Send { session_id: String, message: String },
-    Stop,
-}
-
-/// The mail thread and how to reach it.
+/// The dashboard's mailbox, once a message started it.
 #[derive(Debug)]
 pub(crate) struct Mail {
-    jobs: Sender<Job>,
-    /// The open mailbox's waker, to interrupt its wait for events; none while closed.
-    waker: Arc<Mutex<Option<Waker>>>,
-    thread: JoinHandle<()>,
+    ctx: Context,
+    origin: Origin,
+    to: Sender<Input>,
+    mailbox: OnceCell<MailboxHandle>,
 }
 
 /// Who the messages are from, and the Claude Code that sends them.
@@ -49,133 +43,69 @@ pub(crate) struct Origin {
 }
 
 impl Mail {
-    pub(crate) fn start(ctx: Context, origin: Origin, to: Sender<Input>) -> Result<Self, Failure> {
-        let (jobs, taken) = mpsc::channel();
-        let waker = Arc::new(Mutex::new(None));
-        let thread = {
-            let waker = Arc::clone(&waker);
-            thread::Builder::new()
-                .name("top-mail".to_owned())
-                .spawn(move || serve(&ctx, &origin, &taken, &to, &waker))
-                .map_err(|err| {
-                    Failure::error("top_failed", format!("cannot start a thread: {err}"))
-                })?
-        };
-        Ok(Self {
-            jobs,
-            waker,
-            thread,
-        })
+    pub(crate) const fn start(ctx: Context, origin: Origin, to: Sender<Input>) -> Self {
+        Self {
+            ctx,
+            origin,
+            to,
+            mailbox: OnceCell::new(),
+        }
     }
 
-    /// Queues `message` for `session_id`; its [`Heard::Sent`] comes when it is done.
+    /// Queues `message` for `session_id`; its [`Heard::Sent`] comes when it is done. The
+    /// first message starts the mailbox (its sender starts on the mailbox's thread, and
+    /// again at the next message after one ended).
     pub(crate) fn send(&self, session_id: String, message: String) {
-        let _ = self.jobs.send(Job::Send {
-            session_id,
-            message,
+        let mailbox = match self.mailbox() {
+            Ok(mailbox) => mailbox,
+            Err(failure) => {
+                let _ = self.to.send(Input::Mail(Heard::Sent {
+                    session_id,
+                    result: Err(failure),
+                }));
+                return;
+            }
+        };
+        let to = self.to.clone();
+        let job = Job::new(session_id.clone(), message, move |reply| {
+            let result = match reply {
+                Reply::Sent(sent) => sent.map_err(Failure::from),
+                Reply::Cancelled => Err(Failure::error(
+                    "cancelled",
+                    "top is closing; nothing was sent",
+                )),
+            };
+            let _ = to.send(Input::Mail(Heard::Sent { session_id, result }));
         });
-        self.wake();
+        mailbox.send(job);
+    }
+
+    fn mailbox(&self) -> Result<&MailboxHandle, Failure> {
+        if let Some(mailbox) = self.mailbox.get() {
+            return Ok(mailbox);
+        }
+        let relay = send::claude(
+            self.origin.claude.clone(),
+            self.origin.from.clone(),
+            DEFAULT_TIMEOUT,
+        )?;
+        let to = self.to.clone();
+        let mailbox = MailboxHandle::spawn(
+            None,
+            Some(send::mailboxes(&self.ctx, &relay)),
+            move |event| {
+                let _ = to.send(Input::Mail(Heard::Event(event)));
+            },
+        )
+        .map_err(|err| Failure::error("top_failed", format!("cannot start a thread: {err}")))?;
+        Ok(self.mailbox.get_or_init(|| mailbox))
     }
 
     /// Closes the sender cleanly (its record and socket removed) once the send under
     /// way is done. Blocking.
     pub(crate) fn close(self) {
-        let _ = self.jobs.send(Job::Stop);
-        self.wake();
-        let _ = self.thread.join();
-    }
-
-    fn wake(&self) {
-        if let Some(waker) = lock(&self.waker).as_ref() {
-            waker.wake();
+        if let Some(mailbox) = self.mailbox.get() {
+            mailbox.close();
         }
     }
-}
-
-fn serve(
-    ctx: &Context,
-    origin: &Origin,
-    jobs: &Receiver<Job>,
-    to: &Sender<Input>,
-    waker: &Mutex<Option<Waker>>,
-) {
-    let heard = |heard: Heard| to.send(Input::Mail(heard)).is_ok();
-    let mut mailbox: Option<Mailbox> = None;
-    loop {
-        let job = match mailbox.as_mut() {
-            // No sender yet (or the last one ended): wait for a message to start one.
-            None => jobs.recv().unwrap_or(Job::Stop),
-            Some(open) => match jobs.try_recv() {
-                Ok(job) => job,
-                Err(TryRecvError::Disconnected) => Job::Stop,
-                Err(TryRecvError::Empty) => {
-                    let Some(event) = open.next_event(Duration::from_secs(3600)) else {
-                        continue;
-                    };
-                    if !heard(hear(event, &mut mailbox, waker)) {
-                        break;
-                    }
-                    continue;
-                }
-            },
-        };
-        let Job::Send {
-            session_id,
-            message,
-        } = job
-        else {
-            break;
-        };
-        if mailbox.is_none() {
-            match open(ctx, origin) {
-                Ok(opened) => {
-                    *lock(waker) = Some(opened.waker());
-                    mailbox = Some(opened);
-                }
-                Err(failure) => {
-                    heard(Heard::Sent {
-                        session_id,
-                        result: Err(failure),
-                    });
-                    continue;
-                }
-            }
-        }
-        let Some(open) = mailbox.as_mut() else {
-            continue;
-        };
-        let result = open
-            .send(&session_id, &message, Idle::Ignore)
-            .map(Box::new)
-            .map_err(Failure::from);
-        heard(Heard::Sent { session_id, result });
-        // What the mailbox heard already, before the next message: a sender that ended
-        // during this send is replaced, not sent to.
-        while let Some(event) = mailbox.as_mut().and_then(|m| m.next_event(Duration::ZERO)) {
-            heard(hear(event, &mut mailbox, waker));
-        }
-    }
-    *lock(waker) = None;
-    if let Some(mailbox) = mailbox {
-        let _ = mailbox.close();
-    }
-}
-
-/// `event` for the screen; at `Closed` the mailbox is gone, and the next message starts
-/// another.
-fn hear(event: Event, mailbox: &mut Option<Mailbox>, waker: &Mutex<Option<Waker>>) -> Heard {
-    if matches!(event, Event::Closed { .. }) {
-        *lock(waker) = None;
-        *mailbox = None;
-    }
-    Heard::Event(event)
-}
-
-fn open(ctx: &Context, origin: &Origin) -> Result<Mailbox, Failure> {
-    let relay = send::claude(origin.claude.clone(), origin.from.clone(), DEFAULT_TIMEOUT)?;
-    send::mailbox(ctx, &relay)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

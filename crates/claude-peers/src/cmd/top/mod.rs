@@ -31,8 +31,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use claude_peer_settings::Snapshot;
 use claude_peer_watch::{Event, Watcher};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-use signal_hook::iterator::Signals;
 
 use self::keys::Action;
 use self::mail::{Heard, Mail, Origin};
@@ -42,6 +40,7 @@ use self::state::State;
 use crate::error::{Exit, Failure};
 use crate::ops::Context;
 use crate::ops::settings::{self, Change};
+use crate::signals;
 use crate::table::now_ms;
 
 /// How `top` was asked to run.
@@ -92,26 +91,20 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     let (to_loop, inputs) = mpsc::channel();
     spawn("top-watch", to_loop.clone(), move |to| watch(watcher, &to))?;
     spawn("top-keys", to_loop.clone(), |to| terminal(&to))?;
-    let signals = Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
-        .map_err(|err| Failure::error("signals", format!("cannot watch for signals: {err}")))?;
-    spawn("top-signals", to_loop.clone(), move |to| {
-        let mut signals = signals;
-        let mut signals = signals.forever();
-        if let Some(first) = signals.next() {
-            let _ = to.send(Input::Signal(first));
-        }
-        // A second signal while the sender closes: out at once, the terminal given back
-        // (again) first. The sender ends by itself when its stdin closes with us.
-        if let Some(second) = signals.next() {
-            screen::restore();
-            std::process::exit(128 + second);
-        }
-    })?;
+    // A second signal while the sender closes: out at once, the terminal given back
+    // (again) first. The sender ends by itself when its stdin closes with us.
+    let signalled = to_loop.clone();
+    signals::watch(
+        move |first| {
+            let _ = signalled.send(Input::Signal(first));
+        },
+        screen::restore,
+    )?;
     let origin = Origin {
         claude: options.claude,
         from: options.from,
     };
-    let mail = Mail::start(ctx.clone(), origin, to_loop)?;
+    let mail = Mail::start(ctx.clone(), origin, to_loop);
     let mut dashboard = Dashboard {
         ctx,
         mail: &mail,
@@ -198,13 +191,7 @@ impl Dashboard<'_> {
                 let action = keys::handle(&mut self.state, &event)?;
                 return self.perform(action);
             }
-            Input::Signal(signal) => {
-                return Some(if signal == SIGTERM {
-                    Exit::Terminated
-                } else {
-                    Exit::Interrupted
-                });
-            }
+            Input::Signal(signal) => return Some(signals::exit_for(signal)),
             Input::Mail(heard) => self.state.heard(heard),
         }
         None
