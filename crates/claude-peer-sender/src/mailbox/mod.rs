@@ -30,7 +30,7 @@ use crate::witness::Witness;
 use claude_peer_deliver::{
     Basis, Confirmation, Courier, Delivered, Outcome, Relay, RelayFailure, Target,
 };
-pub use service::{Job, MailboxHandle, Open, Reply, Wait};
+pub use service::{Job, MailboxHandle, Open, Reply, Wait, Waiting};
 use tracker::Tracker;
 
 use crate::ClaudeRelay;

@@ -99,10 +99,20 @@ impl Job {
     }
 }
 
+/// What closing a mailbox does with the jobs still waiting their turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// Answered [`Reply::Cancelled`], unsent: for a signal, which asks to stop soon.
+    Cancel,
+    /// Sent first, in order: for a user who quits after sending, so nothing they sent
+    /// is dropped.
+    Send,
+}
+
 /// What reaches the mailbox's thread.
 enum Input {
     Job(Job),
-    /// Wakes the thread to see it must close.
+    /// The last input: every job queued before it has been taken.
     Close,
 }
 
@@ -157,12 +167,15 @@ impl MailboxHandle {
         self.wake();
     }
 
-    /// Lets the send under way finish, answers the jobs still waiting
-    /// [`Reply::Cancelled`], and closes the sender cleanly (its record and socket
-    /// removed), its last events told. Blocking.
-    /// Once closed, jobs are answered [`Error::Ended`].
-    pub fn close(&self) {
-        self.closing.store(true, Ordering::Release);
+    /// Closes the mailbox once the send under way is done, doing with the jobs still
+    /// waiting their turn what `waiting` says, and closes the sender cleanly (its record
+    /// and socket removed), its last events told. Blocking. Once closed, jobs are
+    /// answered [`Error::Ended`].
+    pub fn close(&self, waiting: Waiting) {
+        if waiting == Waiting::Cancel {
+            self.closing.store(true, Ordering::Release);
+        }
+        // Behind every job queued before it: with `Waiting::Send`, those are all taken.
         let _ = self.inputs.send(Input::Close);
         self.wake();
         let thread = lock(&self.thread).take();
@@ -180,7 +193,7 @@ impl MailboxHandle {
 
 impl Drop for MailboxHandle {
     fn drop(&mut self) {
-        self.close();
+        self.close(Waiting::Cancel);
     }
 }
 
@@ -221,8 +234,7 @@ impl Owner {
                     started = true;
                     self.take(job);
                 }
-                Some(Input::Close) => {}
-                None => break,
+                Some(Input::Close) | None => break,
             }
         }
         self.finish(inputs);

@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use claude_peer_registry::ClaudeHome;
-use claude_peer_sender::{ClaudeRelay, Error, Event, Job, Mailbox, MailboxHandle, Open, Reply};
+use claude_peer_sender::{
+    ClaudeRelay, Error, Event, Job, Mailbox, MailboxHandle, Open, Reply, Waiting,
+};
 use tempfile::TempDir;
 
 /// What the service told, in the order it told it.
@@ -126,7 +128,7 @@ fn jobs_are_answered_in_order_a_cancelled_one_is_not_sent_and_close_tells_closed
         "not sent"
     );
     assert_refused(setup.next(), "third");
-    handle.close();
+    handle.close(Waiting::Cancel);
     assert_closed(setup.next(), true);
     assert!(setup.told.try_recv().is_err(), "closed is last");
 }
@@ -146,7 +148,7 @@ fn a_sender_that_dies_is_replaced_at_the_next_job() {
     handle.send(setup.job("second"));
     assert_refused(setup.next(), "second");
     assert_eq!(setup.pids.lock().unwrap().len(), 2, "a new sender");
-    handle.close();
+    handle.close(Waiting::Cancel);
     assert_closed(setup.next(), true);
 }
 
@@ -162,6 +164,23 @@ fn without_a_way_to_start_another_the_mailbox_ends_with_its_sender() {
         Told::Reply("late", Reply::Sent(Err(Error::Ended))) => {}
         told => panic!("expected ended, got {told:?}"),
     }
-    handle.close();
+    handle.close(Waiting::Cancel);
     assert!(setup.told.try_recv().is_err(), "nothing after its end");
+}
+
+#[test]
+fn closing_with_waiting_send_sends_every_job_queued_before_it_in_order() {
+    let setup = Setup::new();
+    let opened = (setup.open())().unwrap();
+    let handle = setup.spawn(Some(opened), None);
+    let names = ["one", "two", "three", "four", "five"];
+    for name in names {
+        handle.send(setup.job(name));
+    }
+    handle.close(Waiting::Send);
+    for name in names {
+        assert_refused(setup.next(), name);
+    }
+    assert_closed(setup.next(), true);
+    assert!(setup.told.try_recv().is_err(), "closed is last");
 }

@@ -15,7 +15,7 @@ use claude_peer_deliver::Delivered;
 use claude_peer_guard::protocol::MAX_ESCAPED_MESSAGE_BYTES;
 use claude_peer_probe::stream::{self, Line};
 use claude_peer_resolve::Refusal;
-use claude_peer_sender::{Event, Idle, Job, MailboxHandle, Reply};
+use claude_peer_sender::{Event, Idle, Job, MailboxHandle, Reply, Waiting};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -126,7 +126,7 @@ pub(crate) fn run(
             return Ok(stop(&handle, &inputs));
         }
         if state.gone.load(Ordering::Acquire) {
-            handle.close();
+            handle.close(Waiting::Cancel);
             return Ok(Exit::Success);
         }
         match inputs.recv() {
@@ -136,7 +136,7 @@ pub(crate) fn run(
             }
             Ok(Input::Wake) => {}
             Ok(Input::End) | Err(_) => {
-                handle.close();
+                handle.close(Waiting::Cancel);
                 return Ok(Exit::Success);
             }
         }
@@ -199,7 +199,7 @@ fn stop(handle: &MailboxHandle, inputs: &Receiver<Input>) -> Exit {
             Ok(Input::End) | Err(_) => break,
         }
     }
-    handle.close();
+    handle.close(Waiting::Cancel);
     Exit::Success
 }
 

@@ -246,8 +246,12 @@ fn a_panic_or_a_signal_gives_the_terminal_back_too() {
     assert!(screen.lines().any(|l| l == "EXIT=101"), "{screen}");
     assert_sane_tty(&terminal, &cache.path().join("stty-after-panic"));
 
-    // SIGTERM from elsewhere.
+    // SIGTERM from elsewhere. The next line is typed once the screen is clear: typed
+    // ahead, its echo would be cleared away with the rest.
     terminal.line("clear");
+    terminal.wait("a clear screen with the shell's prompt", |s| {
+        !s.contains("EXIT=101") && s.trim_start().starts_with('$')
+    });
     let pid_file = cache.path().join("top.pid");
     terminal.line(&format!(
         "sh -c 'echo $$ > {}; exec {} --home {} top'; echo EXIT=$?",
@@ -498,7 +502,16 @@ fn bell_rings_when_a_session_starts_waiting_and_only_with_bell() {
         });
         terminal.text("q");
         terminal.wait("the shell", |s| !s.contains("claude-peers top"));
-        let written = fs::read(&output).unwrap();
+        // The recording lags the screen: read it once it holds top's last bytes (leaving
+        // the alternate screen), which come after any bell.
+        let written = wait_for(LIMIT, || {
+            let written = fs::read(&output).ok()?;
+            written
+                .windows(8)
+                .any(|w| w == b"\x1b[?1049l")
+                .then_some(written)
+        })
+        .expect("top's output recorded to its end");
         assert_eq!(
             written.contains(&0x07),
             bell,

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
-use claude_peer_sender::{Event, Idle, Job, MailboxHandle, Reply, Wait};
+use claude_peer_sender::{Event, Idle, Job, MailboxHandle, Reply, Wait, Waiting};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
@@ -204,7 +204,7 @@ impl Inbox {
     /// Lets the send under way finish, answers the waiting ones `cancelled`, and closes
     /// the mailbox cleanly (its sender's record and socket removed). Blocking.
     pub(crate) fn close(&self) {
-        self.mailbox.close();
+        self.mailbox.close(Waiting::Cancel);
     }
 }
 

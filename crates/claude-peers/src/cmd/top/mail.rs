@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
-use claude_peer_sender::{Event, Job, MailboxHandle, Reply};
+use claude_peer_sender::{Event, Job, MailboxHandle, Reply, Waiting};
 
 use super::Input;
 use crate::error::Failure;
@@ -101,11 +101,12 @@ impl Mail {
         Ok(self.mailbox.get_or_init(|| mailbox))
     }
 
-    /// Closes the sender cleanly (its record and socket removed) once the send under
-    /// way is done. Blocking.
+    /// Sends every message already typed, then closes the sender cleanly (its record and
+    /// socket removed): quitting never drops what the user sent. Blocking (a second
+    /// signal ends it at once).
     pub(crate) fn close(self) {
         if let Some(mailbox) = self.mailbox.get() {
-            mailbox.close();
+            mailbox.close(Waiting::Send);
         }
     }
 }
