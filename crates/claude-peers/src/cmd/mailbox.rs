@@ -256,7 +256,7 @@ fn answer(
     let send = &request.send;
     let id = request.id.as_deref();
     match (&send.session_id, &send.session_ids) {
-        (Some(target), None) => match sessions::session_id(ctx, target) {
+        (Some(target), None) => match sessions::session_id(ctx, target).map_err(Failure::from) {
             Ok(session_id) => {
                 let result = mailbox.send(&session_id, &send.message, send.idle());
                 emit(&Answer::of(&result).event(id, None))
@@ -346,12 +346,12 @@ fn broadcast(
         given: targets.to_vec(),
         ..Targets::default()
     };
-    let plan = match Plan::new(ctx, &given) {
+    let plan = match Plan::new(ctx, &given).map_err(Failure::from) {
         Ok(plan) => plan,
         Err(failure) => return emit(&Answer::Failed(&failure).event(id, None)),
     };
     for (target, failure) in plan.refused() {
-        emit(&Answer::Failed(failure).event(id, Some(target)))?;
+        emit(&Answer::Failed(&Failure::from(failure)).event(id, Some(target)))?;
     }
     let sessions: Vec<(&str, Vec<&str>)> = plan.sessions().collect();
     for (n, (session_id, named)) in sessions.iter().enumerate() {

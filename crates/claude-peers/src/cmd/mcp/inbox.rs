@@ -269,7 +269,7 @@ impl Owner {
                 // The last sender ended: the next call starts another.
                 match requests.recv() {
                     Ok(Input::Request(request)) if !self.stopping.load(Ordering::Acquire) => {
-                        match send::mailbox(&self.ctx, &self.relay) {
+                        match send::mailbox(&self.ctx, &self.relay).map_err(Failure::from) {
                             Ok(opened) => {
                                 *lock(&self.waker) = Some(opened.waker());
                                 mailbox = Some(opened);
@@ -362,6 +362,7 @@ impl Owner {
         let (message, idle) = (&request.message, request.idle);
         match request.whom {
             Whom::One(target) => match sessions::session_id(&self.ctx, &target)
+                .map_err(Failure::from)
                 .and_then(|id| mailbox.send(&id, message, idle).map_err(Failure::from))
             {
                 Ok(delivered) => match delivered.msg_id.clone() {
@@ -386,11 +387,10 @@ impl Owner {
                     ..Targets::default()
                 };
                 let outcomes = broadcast_with(&self.ctx, &targets, |session_id| {
-                    mailbox
-                        .send(session_id, message, idle)
-                        .map_err(Failure::from)
+                    mailbox.send(session_id, message, idle)
                 });
                 let answer = outcomes
+                    .map_err(Failure::from)
                     .and_then(|outcomes| to_json(&BroadcastJson::new(&outcomes, Via::Claude)));
                 let _ = request.reply.send(answer);
             }

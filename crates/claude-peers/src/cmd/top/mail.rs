@@ -173,7 +173,7 @@ fn hear(event: Event, mailbox: &mut Option<Mailbox>, waker: &Mutex<Option<Waker>
 
 fn open(ctx: &Context, origin: &Origin) -> Result<Mailbox, Failure> {
     let relay = send::claude(origin.claude.clone(), origin.from.clone(), DEFAULT_TIMEOUT)?;
-    send::mailbox(ctx, &relay)
+    send::mailbox(ctx, &relay).map_err(Failure::from)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
