@@ -2,8 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::Error;
 use crate::managed::{ManagedInbound, ManagedSettings};
 use crate::policy::InboundPolicy;
@@ -42,13 +40,6 @@ impl Layer {
     }
 }
 
-/// The wire name is [`Layer::as_str`]: one spelling list.
-impl Serialize for Layer {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
 /// The effective value. `Default` is Claude Code's own choice from the permission modes of
 /// sender and receiver (accept or hold), never plain `accept`. Ordered by strictness (for the
 /// rule that project layers can only make it stricter): the default ranks above accept and
@@ -78,13 +69,6 @@ impl EffectiveValue {
     }
 }
 
-/// The wire name is [`EffectiveValue::as_str`]: one spelling list.
-impl Serialize for EffectiveValue {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
 impl From<InboundPolicy> for EffectiveValue {
     fn from(p: InboundPolicy) -> Self {
         match p {
@@ -96,8 +80,7 @@ impl From<InboundPolicy> for EffectiveValue {
 }
 
 /// What one layer held.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LayerState {
     /// The file does not exist.
     Missing,
@@ -125,7 +108,7 @@ pub enum LayerState {
 }
 
 /// One layer that was read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LayerReport {
     /// Which layer.
     pub layer: Layer,
@@ -133,26 +116,23 @@ pub struct LayerReport {
     /// drop-in when one did), else the managed settings file.
     pub path: PathBuf,
     /// What it held.
-    #[serde(flatten)]
     pub state: LayerState,
     /// The managed layer's documents (the file, then its drop-ins), each with what it
     /// held; empty for the other layers, whose one document is `path`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub documents: Vec<DocumentReport>,
 }
 
 /// One managed settings document that was read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DocumentReport {
     /// The document.
     pub path: PathBuf,
     /// What it held.
-    #[serde(flatten)]
     pub state: LayerState,
 }
 
 /// The effective policy of a session, as far as files show.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EffectivePolicy {
     /// The value.
     pub value: EffectiveValue,

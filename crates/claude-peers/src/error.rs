@@ -1,8 +1,11 @@
 //! The command's one error type, [`Failure`], and the exit codes every failure maps to
-//! (its JSON shape is `json.rs`'s).
+//! (its JSON shape is `json/`'s). A failure is made here, at the edge, from an
+//! operation's typed error ([`ops::Error`]) or the command's own.
 
 use std::io;
 use std::process::ExitCode;
+
+use crate::ops;
 
 /// The documented exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +53,7 @@ impl Failure {
     }
 
     /// The refusal `refusal`, exit 3.
-    pub(crate) fn refusal(refusal: &claude_peer_resolve::Refusal) -> Self {
+    fn refusal(refusal: &claude_peer_resolve::Refusal) -> Self {
         Self {
             exit: Exit::Refusal,
             key: "refusal",
@@ -60,42 +63,18 @@ impl Failure {
     }
 }
 
-impl From<claude_peer_resolve::Error> for Failure {
-    fn from(err: claude_peer_resolve::Error) -> Self {
-        match err.refusal() {
-            Some(refusal) => Self::refusal(refusal),
-            None => Self::error("registry_unreadable", err.to_string()),
+/// An operation's error as the command reports it: a refusal exits 3 with its kind,
+/// anything else exits 1 (4 for a settings conflict, 3 outside a session) under the
+/// error's stable name.
+impl From<&ops::Error> for Failure {
+    fn from(err: &ops::Error) -> Self {
+        if let Some(refusal) = err.refusal() {
+            return Self::refusal(refusal);
         }
-    }
-}
-
-impl From<claude_peer_deliver::Error> for Failure {
-    fn from(err: claude_peer_deliver::Error) -> Self {
-        match err {
-            claude_peer_deliver::Error::Discovery(err) => err.into(),
-            err => match err.refusal() {
-                Some(refusal) => Self::refusal(refusal),
-                None => Self::error(err.as_str(), err.to_string()),
-            },
-        }
-    }
-}
-
-impl From<claude_peer_sender::Error> for Failure {
-    fn from(err: claude_peer_sender::Error) -> Self {
-        match err {
-            claude_peer_sender::Error::Delivery(err) => err.into(),
-            err => Self::error(err.as_str(), err.to_string()),
-        }
-    }
-}
-
-impl From<claude_peer_settings::Error> for Failure {
-    fn from(err: claude_peer_settings::Error) -> Self {
-        let exit = if matches!(err, claude_peer_settings::Error::Conflict { .. }) {
-            Exit::Conflict
-        } else {
-            Exit::Error
+        let exit = match err {
+            ops::Error::Settings(claude_peer_settings::Error::Conflict { .. }) => Exit::Conflict,
+            ops::Error::NotInASession(_) => Exit::Refusal,
+            _ => Exit::Error,
         };
         Self {
             exit,
@@ -106,12 +85,21 @@ impl From<claude_peer_settings::Error> for Failure {
     }
 }
 
+impl From<ops::Error> for Failure {
+    fn from(err: ops::Error) -> Self {
+        Self::from(&err)
+    }
+}
+
+impl From<claude_peer_sender::Error> for Failure {
+    fn from(err: claude_peer_sender::Error) -> Self {
+        ops::Error::from(err).into()
+    }
+}
+
 impl From<claude_peer_watch::Error> for Failure {
     fn from(err: claude_peer_watch::Error) -> Self {
-        match err {
-            claude_peer_watch::Error::Scan(err) => err.into(),
-            err => Self::error("watch_failed", err.to_string()),
-        }
+        ops::Error::from(err).into()
     }
 }
 

@@ -1,11 +1,13 @@
 //! Where output goes: JSON or human text on stdout, diagnostics on stderr.
 
+use std::fmt::Display;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use serde::Serialize;
 
 use crate::error::Failure;
+use crate::ops::Warned;
 use crate::table::{self, Style};
 
 /// What stdout holds: text for people, or exactly the documented JSON.
@@ -72,6 +74,19 @@ impl Output {
             self.style_stderr("warning"),
             table::lines(message)
         );
+    }
+
+    /// Each of `warnings` on stderr, as [`Output::warn`] does.
+    pub(crate) fn warn_all(&self, warnings: &[impl Display]) {
+        for warning in warnings {
+            self.warn(&warning.to_string());
+        }
+    }
+
+    /// An operation's value, its warnings said on stderr first.
+    pub(crate) fn warned<T, W: Display>(&self, warned: Warned<T, W>) -> T {
+        self.warn_all(&warned.warnings);
+        warned.value
     }
 
     fn style_stderr(&self, word: &str) -> String {

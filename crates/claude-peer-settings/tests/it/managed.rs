@@ -9,7 +9,6 @@ use claude_peer_settings::{
     EffectivePolicy, EffectiveValue, Error, HooksOff, InboundPolicy, Layer, LayerState,
     MAX_DROP_INS, ManagedInbound, ManagedSettings, effective_policy, managed_mcp,
 };
-use serde_json::json;
 
 /// A managed settings file in a temporary `etc`, its drop-in folder beside it, and a user
 /// home and project with no settings.
@@ -308,33 +307,6 @@ fn either_hook_switch_in_the_file_or_a_drop_in_is_found_and_named() {
     m.write(&m.file(), r#"{"disableAllHooks":true}"#);
     let both: Vec<&str> = m.read().hooks_off().iter().map(|o| o.setting).collect();
     assert_eq!(both, ["disableAllHooks", "allowManagedHooksOnly"]);
-}
-
-#[test]
-fn the_managed_layer_serializes_its_documents_and_the_deciding_path() {
-    let m = Managed::new();
-    let drop_in = m.drop_in("50-policy.json");
-    m.write(&m.file(), "{}")
-        .write(&drop_in, r#"{"crossSessionInbound":"refuse"}"#);
-    let value = serde_json::to_value(m.policy()).unwrap();
-    assert_eq!(
-        value["layers"][0],
-        json!({
-            "layer": "managed",
-            "path": drop_in,
-            "state": "set",
-            "value": "refuse",
-            "documents": [
-                {"path": m.file(), "state": "unset"},
-                {"path": drop_in, "state": "set", "value": "refuse"},
-            ]
-        })
-    );
-    assert_eq!(
-        value["layers"][1].get("documents"),
-        None,
-        "only the managed layer has documents"
-    );
 }
 
 #[test]

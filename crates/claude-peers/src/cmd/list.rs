@@ -28,7 +28,8 @@ const WIDTH_SAMPLE: usize = 1000;
 pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Failure> {
     let scope = if args.all { Scope::All } else { Scope::Live };
     let mut stdout = io::BufWriter::new(io::stdout().lock());
-    sessions::list(ctx, scope, out, |entries| {
+    sessions::list(ctx, scope, |entries| {
+        out.warn_all(entries.warnings());
         if out.is_json() {
             json_list(&mut stdout, entries)
         } else {

@@ -276,7 +276,7 @@ fn answer(
     match (&send.session_id, &send.session_ids) {
         (Some(target), None) => match sessions::session_id(ctx, target) {
             Ok(session_id) => sends.send(&session_id, send, id, &[]),
-            Err(failure) => emit(&Answer::Failed(&failure).event(id, None)),
+            Err(err) => emit(&Answer::Failed(&Failure::from(err)).event(id, None)),
         },
         (None, Some(targets)) if !targets.is_empty() => broadcast(&sends, ctx, id, targets, send),
         (Some(_), Some(_)) => emit(&error(
@@ -414,12 +414,12 @@ fn broadcast(
         given: targets.to_vec(),
         ..Targets::default()
     };
-    let plan = match Plan::new(ctx, &given) {
+    let plan = match Plan::new(ctx, &given).map_err(Failure::from) {
         Ok(plan) => plan,
         Err(failure) => return emit(&Answer::Failed(&failure).event(id, None)),
     };
     for (target, failure) in plan.refused() {
-        emit(&Answer::Failed(failure).event(id, Some(target)))?;
+        emit(&Answer::Failed(&Failure::from(failure)).event(id, Some(target)))?;
     }
     for (session_id, named) in plan.sessions() {
         sends.send(session_id, send, id, &named)?;

@@ -244,8 +244,8 @@ impl Peers {
         let config = Arc::clone(&self.config);
         let scope = if args.all { Scope::All } else { Scope::Live };
         blocking(move || {
-            let scan = sessions::scan(&config.ctx, scope, &diagnostics())?;
-            let sessions = scan.sessions.iter().map(SessionJson::new).collect();
+            let found = diagnostics().warned(sessions::scan(&config.ctx, scope))?;
+            let sessions = found.iter().map(SessionJson::new).collect();
             to_json(&SessionsJson { sessions })
         })
         .await
@@ -258,8 +258,8 @@ impl Peers {
     async fn show_session(&self, Parameters(args): Parameters<ShowArgs>) -> CallToolResult {
         let config = Arc::clone(&self.config);
         blocking(move || {
-            let session = sessions::find(&config.ctx, &args.session, &diagnostics())?;
-            let transcript = sessions::transcript(&config.ctx, &session, &diagnostics());
+            let session = diagnostics().warned(sessions::find(&config.ctx, &args.session))?;
+            let transcript = diagnostics().warned(sessions::transcript(&config.ctx, &session));
             to_json(&SessionDetailJson::new(&session, transcript.as_ref()))
         })
         .await
@@ -301,7 +301,7 @@ impl Peers {
         let config = Arc::clone(&self.config);
         Ok(blocking(move || {
             let report = policy::effective(&config.ctx, args.cwd.map(PathBuf::from))?;
-            to_json(&report)
+            to_json(&crate::json::EffectivePolicyJson::new(&report))
         })
         .await)
     }

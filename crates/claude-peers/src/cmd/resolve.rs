@@ -15,7 +15,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Failure> {
-    let session = sessions::resolve(ctx, &args.target, out)?;
+    let session = out.warned(sessions::resolve(ctx, &args.target))?;
     if out.is_json() {
         out.json(&SessionJson::addressable(&session))?;
     } else {

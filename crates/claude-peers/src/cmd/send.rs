@@ -77,12 +77,7 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         select,
         wait_live: args.wait_live.map(|s| s.0),
     };
-    if targets.given.is_empty() && targets.select.is_none() {
-        return Err(Failure::error(
-            "no_target",
-            "name a session (its id or name), or pass --all-live or --cwd DIR; nothing was sent",
-        ));
-    }
+    targets.check()?;
     let single = targets.given.len() == 1 && targets.select.is_none();
     // Before a sender starts: a signal then stops a send that has not started. A relay
     // program is the user's own and is left to the default action.
@@ -107,22 +102,21 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         Some(message) => message,
         None => send::message_from_stdin()?,
     };
-    sessions::warn_registry(&ctx, out);
+    out.warn_all(&sessions::registry_warnings(&ctx));
     let outcomes = broadcast(&ctx, &targets, &message, &relay);
     if let Some(exit) = interrupt.as_ref().and_then(Interrupt::exit) {
-        let failure = match outcomes {
-            Err(failure) => Some(failure),
-            Ok(mut outcomes) if single => outcomes.pop().and_then(|o| o.result.err()),
+        let err = match outcomes {
+            Err(err) => Some(err),
+            Ok(outcomes) if single => outcomes.into_first().err(),
             Ok(_) => None,
         };
-        if let Some(failure) = failure {
-            out.fail(&failure);
+        if let Some(err) = err {
+            out.fail(&err.into());
         }
         return Ok(exit);
     }
-    let mut outcomes = outcomes?;
-    if single && let Some(outcome) = outcomes.pop() {
-        let delivered = outcome.result?;
+    if single {
+        let delivered = outcomes?.into_first()?;
         if out.is_json() {
             out.json(&DeliveredJson::new(&delivered, relay.via()))?;
         } else {
@@ -130,19 +124,23 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         }
         return Ok(Exit::Success);
     }
-    let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
+    let outcomes = outcomes?;
+    let failed = outcomes.failed();
     if out.is_json() {
         out.json(&BroadcastJson::new(&outcomes, relay.via()))?;
     } else {
         let mut text = String::new();
-        for outcome in &outcomes {
-            let what = match &outcome.result {
+        for outcome in outcomes.iter() {
+            let what = match outcome.result {
                 Ok(delivered) => sentence(delivered),
-                Err(failure) => format!("{}: {}\n", failure.name, failure.message),
+                Err(err) => {
+                    let failure = Failure::from(err);
+                    format!("{}: {}\n", failure.name, failure.message)
+                }
             };
-            let _ = write!(text, "{}: {what}", field(&outcome.target));
+            let _ = write!(text, "{}: {what}", field(outcome.target));
         }
-        let _ = writeln!(text, "{} delivered, {failed} not.", outcomes.len() - failed);
+        let _ = writeln!(text, "{} delivered, {failed} not.", outcomes.delivered());
         out.text(&text)?;
     }
     Ok(if failed == 0 {

@@ -8,7 +8,7 @@ use claude_peer_settings::{InboundPolicy, LayerState, Snapshot};
 
 use crate::args::ManagedSettingsArg;
 use crate::error::{Exit, Failure};
-use crate::json::SettingsJson;
+use crate::json::{EffectivePolicyJson, SettingsJson};
 use crate::ops::settings::Change;
 use crate::ops::{Context, policy, settings};
 use crate::output::Output;
@@ -76,7 +76,7 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         }) => {
             let report = policy::effective(&ctx.with_managed_settings(managed_settings.path), cwd)?;
             if out.is_json() {
-                out.json(&report)?;
+                out.json(&EffectivePolicyJson::new(&report))?;
             } else {
                 out.text(&human_effective(&report))?;
             }

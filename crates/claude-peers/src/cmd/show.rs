@@ -17,8 +17,8 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Failure> {
-    let session = sessions::find(ctx, &args.target, out)?;
-    let transcript = sessions::transcript(ctx, &session, out);
+    let session = out.warned(sessions::find(ctx, &args.target))?;
+    let transcript = out.warned(sessions::transcript(ctx, &session));
     if out.is_json() {
         out.json(&SessionDetailJson::new(&session, transcript.as_ref()))?;
     } else {

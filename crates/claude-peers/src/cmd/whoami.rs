@@ -7,7 +7,7 @@ use crate::output::Output;
 use crate::table::field;
 
 pub(crate) fn run(ctx: &Context, out: &Output) -> Result<Exit, Failure> {
-    sessions::warn_registry(ctx, out);
+    out.warn_all(&sessions::registry_warnings(ctx));
     let session = whoami::whoami(ctx, std::process::id())?;
     if out.is_json() {
         out.json(&WhoamiJson {

@@ -2,7 +2,6 @@
 //! every live session, those under a directory), the ones not live yet waited for, and
 //! one send per session through the same gate and, for Claude Code, one sender.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use claude_peer_deliver::{Delivered, Relay};
@@ -10,9 +9,8 @@ use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_resolve::{Discovery, LiveSession, RefusalKind, Roster, Scope, Target};
 use claude_peer_watch::Watcher;
 
-use crate::error::Failure;
-use crate::ops::Context;
 use crate::ops::send::{self, Relayed};
+use crate::ops::{Context, Error};
 
 /// Whom one send is for.
 #[derive(Debug, Default)]
@@ -25,12 +23,64 @@ pub(crate) struct Targets {
     pub(crate) wait_live: Option<Duration>,
 }
 
-/// What became of one target.
+impl Targets {
+    /// Refuses a send to nobody, before anything starts.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        if self.given.is_empty() && self.select.is_none() {
+            return Err(Error::NoTarget);
+        }
+        Ok(())
+    }
+}
+
+/// What became of every target, in the order they were given, then the sessions chosen
+/// by `--all-live` or `--cwd`, by pid.
 #[derive(Debug)]
-pub(crate) struct Outcome {
+pub(crate) struct Outcomes {
+    /// Each target, and the session it named (its place in `sent`) or why it named none.
+    targets: Vec<(String, Result<usize, Error>)>,
+    /// Each session's send, one per session, shared by the targets naming it.
+    sent: Vec<Result<Delivered, Error>>,
+}
+
+/// What became of one target.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Outcome<'a> {
     /// The target as given (a session id for the sessions `--all-live` or `--cwd` chose).
-    pub(crate) target: String,
-    pub(crate) result: Result<Delivered, Failure>,
+    pub(crate) target: &'a str,
+    pub(crate) result: Result<&'a Delivered, &'a Error>,
+}
+
+impl Outcomes {
+    /// Every target's outcome.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Outcome<'_>> {
+        self.targets.iter().map(|(target, chosen)| Outcome {
+            target,
+            result: match chosen {
+                Ok(sent) => self.sent[*sent].as_ref(),
+                Err(err) => Err(err),
+            },
+        })
+    }
+
+    /// How many targets were delivered to.
+    pub(crate) fn delivered(&self) -> usize {
+        self.iter().filter(|o| o.result.is_ok()).count()
+    }
+
+    /// How many targets were not.
+    pub(crate) fn failed(&self) -> usize {
+        self.iter().filter(|o| o.result.is_err()).count()
+    }
+
+    /// The first target's outcome: a single send's.
+    pub(crate) fn into_first(mut self) -> Result<Delivered, Error> {
+        if self.targets.is_empty() {
+            return Err(Error::NoTarget);
+        }
+        let (_, chosen) = self.targets.swap_remove(0);
+        chosen.and_then(|sent| self.sent.swap_remove(sent))
+    }
 }
 
 /// A session a target resolved to: where it stands in the order of sends.
@@ -49,40 +99,42 @@ pub(crate) fn broadcast(
     targets: &Targets,
     message: &str,
     relay: &Relayed,
-) -> Result<Vec<Outcome>, Failure> {
+) -> Result<Outcomes, Error> {
     let plan = Plan::new(ctx, targets)?;
     send::with_relay(ctx, relay, plan.order.len(), |relay: &dyn Relay| {
         plan.send(|session_id| {
             ctx.courier()
                 .deliver(&ctx.home, session_id, message, &relay)
-                .map_err(Failure::from)
         })
     })
 }
 
 /// [`broadcast`] with each session sent to by `send` (a mailbox's, say): the same
 /// targets, order and outcomes.
-pub(crate) fn broadcast_with(
+pub(crate) fn broadcast_with<E>(
     ctx: &Context,
     targets: &Targets,
-    send_to: impl FnMut(&str) -> Result<Delivered, Failure>,
-) -> Result<Vec<Outcome>, Failure> {
+    send_to: impl FnMut(&str) -> Result<Delivered, E>,
+) -> Result<Outcomes, Error>
+where
+    Error: From<E>,
+{
     Ok(Plan::new(ctx, targets)?.send(send_to))
 }
 
 /// The targets resolved, and the sessions to send to in the order of their pids.
 pub(crate) struct Plan {
-    resolved: Vec<(String, Result<Chosen, Failure>)>,
+    resolved: Vec<(String, Result<Chosen, Error>)>,
     order: Vec<Chosen>,
 }
 
 impl Plan {
     /// Resolves every target against one scan of the registry (another only while
     /// `--wait-live` waits); each send still resolves its session again at the gate.
-    pub(crate) fn new(ctx: &Context, targets: &Targets) -> Result<Self, Failure> {
+    pub(crate) fn new(ctx: &Context, targets: &Targets) -> Result<Self, Error> {
         let discovery = Discovery::os();
         let mut roster = discovery.roster(&ctx.home, Scope::Live)?;
-        let mut resolved: Vec<(String, Result<Chosen, Failure>)> = targets
+        let mut resolved: Vec<(String, Result<Chosen, Error>)> = targets
             .given
             .iter()
             .map(|target| (target.clone(), chosen(&roster, target)))
@@ -109,7 +161,7 @@ impl Plan {
     }
 
     /// The targets that name no session to send to, as given, and why.
-    pub(crate) fn refused(&self) -> impl Iterator<Item = (&str, &Failure)> {
+    pub(crate) fn refused(&self) -> impl Iterator<Item = (&str, &Error)> {
         self.resolved
             .iter()
             .filter_map(|(target, chosen)| chosen.as_ref().err().map(|f| (target.as_str(), f)))
@@ -130,25 +182,31 @@ impl Plan {
     }
 
     /// Sends to each session once with `send`; every target's outcome.
-    fn send(self, mut send_to: impl FnMut(&str) -> Result<Delivered, Failure>) -> Vec<Outcome> {
-        let mut sent: HashMap<String, Result<Delivered, Failure>> = HashMap::new();
-        for chosen in &self.order {
-            sent.insert(chosen.session_id.clone(), send_to(&chosen.session_id));
-        }
-        self.resolved
+    fn send<E>(self, mut send_to: impl FnMut(&str) -> Result<Delivered, E>) -> Outcomes
+    where
+        Error: From<E>,
+    {
+        let sent = self
+            .order
+            .iter()
+            .map(|chosen| send_to(&chosen.session_id).map_err(Error::from))
+            .collect();
+        let order = &self.order;
+        let targets = self
+            .resolved
             .into_iter()
             .map(|(target, chosen)| {
-                let result = chosen.and_then(|chosen| {
-                    sent.get(&chosen.session_id).cloned().unwrap_or_else(|| {
-                        Err(Failure::error(
-                            "internal",
-                            "a chosen session was not sent to",
-                        ))
-                    })
+                let sent = chosen.map(|chosen| {
+                    // Every chosen session is in the order: it was made from them.
+                    order
+                        .iter()
+                        .position(|c| c.session_id == chosen.session_id)
+                        .unwrap_or_default()
                 });
-                Outcome { target, result }
+                (target, sent)
             })
-            .collect()
+            .collect();
+        Outcomes { targets, sent }
     }
 }
 
@@ -163,7 +221,7 @@ impl Chosen {
 
 /// The live session `target` names in `roster`: its id, else the name of exactly one
 /// live session; the refusal a single send would give otherwise.
-fn chosen(roster: &Os<'_>, target: &str) -> Result<Chosen, Failure> {
+fn chosen(roster: &Os<'_>, target: &str) -> Result<Chosen, Error> {
     let session = roster.resolve(target)?;
     Ok(Chosen::of(&session.into()))
 }
@@ -178,13 +236,17 @@ fn wait_live<'d>(
     ctx: &Context,
     discovery: &'d Discovery<OsProcessTable, OsRegistryFs>,
     mut roster: Os<'d>,
-    resolved: &mut [(String, Result<Chosen, Failure>)],
+    resolved: &mut [(String, Result<Chosen, Error>)],
     limit: Duration,
-) -> Result<Os<'d>, Failure> {
-    let waiting = |result: &Result<Chosen, Failure>| {
-        result.as_ref().is_err_and(|failure| {
-            failure.name == RefusalKind::NotLive.as_str()
-                || failure.name == RefusalKind::NotAddressable.as_str()
+) -> Result<Os<'d>, Error> {
+    let waiting = |result: &Result<Chosen, Error>| {
+        result.as_ref().is_err_and(|err| {
+            err.refusal().is_some_and(|refusal| {
+                matches!(
+                    refusal.kind,
+                    RefusalKind::NotLive | RefusalKind::NotAddressable
+                )
+            })
         })
     };
     if !resolved.iter().any(|(_, r)| waiting(r)) {

@@ -57,9 +57,9 @@ pub(crate) fn doctor(ctx: &Context, session: Option<&str>, claude: Option<PathBu
     let found = send::find_claude(claude);
     checks.push(match &found {
         Ok(binary) => claude_check(binary),
-        Err(failure) => Check::fail(
+        Err(err) => Check::fail(
             "claude",
-            failure.message.clone(),
+            err.to_string(),
             "install Claude Code (the native installer puts it in ~/.local/bin), or name it with --claude PATH",
         ),
     });
@@ -167,7 +167,7 @@ fn probe(ctx: &Context, binary: &ClaudeBinary) -> Probed {
     match relay.map(|relay| relay.managed_settings(&ctx.managed_settings).probe()) {
         Ok(Ok(capabilities)) => Probed::Ran(capabilities),
         Ok(Err(err)) => Probed::Failed(err.to_string()),
-        Err(failure) => Probed::Failed(failure.message),
+        Err(err) => Probed::Failed(err.to_string()),
     }
 }
 
@@ -374,7 +374,6 @@ fn endpoint_check() -> Check {
     }
 }
 
-/// The session `session` names, by id or by the name of one live session.
 /// The session `session` names, by the rule every target follows (its id, or else the
 /// name of one live session), or the refusal, whose words say why it is not live, which
 /// sessions share it, or why it cannot be messaged.

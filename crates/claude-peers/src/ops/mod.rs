@@ -2,10 +2,13 @@
 //!
 //! A subcommand (`cmd/`) parses its arguments, calls an operation and renders the result;
 //! an MCP tool (`cmd/mcp`) calls the same operation and answers with the same JSON
-//! shape (`json.rs`), so the two front ends cannot drift.
+//! shape (`json/`), so the two front ends cannot drift. An operation prints nothing:
+//! it returns plain values (with the warnings met on the way, [`Warned`]) or its typed
+//! [`Error`], and the front end says them.
 
 pub(crate) mod broadcast;
 pub(crate) mod doctor;
+mod error;
 pub(crate) mod policy;
 pub(crate) mod send;
 pub(crate) mod sessions;
@@ -16,9 +19,29 @@ use std::path::PathBuf;
 
 use claude_peer_deliver::Courier;
 use claude_peer_registry::ClaudeHome;
+use claude_peer_resolve::Warning;
 use claude_peer_settings::MANAGED_SETTINGS_PATH;
 
-use crate::error::Failure;
+pub(crate) use error::Error;
+
+/// A value and what was wrong on the way to it without stopping it (by default, the
+/// registry directory's warnings), for the front end to say (on stderr) whatever the
+/// value is: a refusal too.
+#[derive(Debug)]
+pub(crate) struct Warned<T, W = Warning> {
+    pub(crate) value: T,
+    pub(crate) warnings: Vec<W>,
+}
+
+impl<T, W> Warned<T, W> {
+    /// `value`, with nothing to warn of.
+    pub(crate) const fn quiet(value: T) -> Self {
+        Self {
+            value,
+            warnings: Vec::new(),
+        }
+    }
+}
 
 /// What the operations of one invocation share: whose sessions, under which managed
 /// settings.
@@ -33,7 +56,7 @@ impl Context {
     /// The Claude home `--home`, else `CLAUDE_CONFIG_DIR`, else `~/.claude`, with the
     /// system's managed settings. Made absolute here, once: the sender and its hooks run
     /// in other directories.
-    pub(crate) fn new(home: Option<PathBuf>) -> Result<Self, Failure> {
+    pub(crate) fn new(home: Option<PathBuf>) -> Result<Self, Error> {
         let home = home
             .map(ClaudeHome::new)
             .or_else(|| {
@@ -42,12 +65,7 @@ impl Context {
                     std::env::var_os("HOME"),
                 )
             })
-            .ok_or_else(|| {
-                Failure::error(
-                    "no_home",
-                    "no Claude home: pass --home, or set CLAUDE_CONFIG_DIR or HOME",
-                )
-            })?;
+            .ok_or(Error::NoHome)?;
         Ok(Self {
             home: ClaudeHome::new(absolute(home.root().to_path_buf())),
             managed_settings: PathBuf::from(MANAGED_SETTINGS_PATH),

@@ -9,8 +9,7 @@ use std::time::Duration;
 use claude_peer_deliver::{CommandRelay, MAX_MESSAGE_BYTES, Relay};
 use claude_peer_sender::{ClaudeRelay, Mailbox, Open};
 
-use crate::error::Failure;
-use crate::ops::Context;
+use crate::ops::{Context, Error};
 
 /// The first argument that runs the Claude sender's hooks (see [`claude`]).
 pub(crate) const HOOK: &str = "hook";
@@ -36,8 +35,8 @@ impl Relayed {
     pub(crate) fn program_or(
         words: Vec<OsString>,
         timeout: Duration,
-        claude: impl FnOnce() -> Result<ClaudeRelay, Failure>,
-    ) -> Result<Self, Failure> {
+        claude: impl FnOnce() -> Result<ClaudeRelay, Error>,
+    ) -> Result<Self, Error> {
         let mut words = words.into_iter();
         match words.next() {
             Some(program) => Ok(Self::Program(
@@ -64,7 +63,7 @@ pub(crate) fn with_relay<T>(
     relay: &Relayed,
     sends: usize,
     work: impl FnOnce(&dyn Relay) -> T,
-) -> Result<T, Failure> {
+) -> Result<T, Error> {
     match relay {
         Relayed::Claude(relay) => {
             let relay = guarded(ctx, relay)?;
@@ -89,7 +88,7 @@ pub(crate) fn mailboxes(ctx: &Context, relay: &ClaudeRelay) -> Open {
 
 /// `relay` under the managed settings of `ctx`, refused before anything starts when they
 /// keep its guard hooks from running.
-fn guarded(ctx: &Context, relay: &ClaudeRelay) -> Result<ClaudeRelay, Failure> {
+fn guarded(ctx: &Context, relay: &ClaudeRelay) -> Result<ClaudeRelay, Error> {
     let relay = relay.clone().managed_settings(&ctx.managed_settings);
     relay.check()?;
     Ok(relay)
@@ -102,15 +101,10 @@ pub(crate) fn claude(
     claude: Option<PathBuf>,
     from: String,
     timeout: Duration,
-) -> Result<ClaudeRelay, Failure> {
+) -> Result<ClaudeRelay, Error> {
     claude_peer_sender::check_sender_name(&from)?;
     let claude = find_claude(claude)?;
-    let hook = std::env::current_exe().map_err(|err| {
-        Failure::error(
-            "no_hook_program",
-            format!("cannot find this program to run as the sender's hook: {err}"),
-        )
-    })?;
+    let hook = std::env::current_exe().map_err(Error::NoHookProgram)?;
     Ok(
         ClaudeRelay::new(claude.path, vec![hook.into(), HOOK.into()])
             .from(from)
@@ -152,7 +146,7 @@ pub(crate) struct ClaudeBinary {
 /// The Claude Code to send with: `--claude`, else `claude` on `PATH`, else the native
 /// installer's `~/.local/bin/claude`, else `~/.claude/local/claude`. When there is none,
 /// the error names every place looked in.
-pub(crate) fn find_claude(flag: Option<PathBuf>) -> Result<ClaudeBinary, Failure> {
+pub(crate) fn find_claude(flag: Option<PathBuf>) -> Result<ClaudeBinary, Error> {
     if let Some(path) = flag.map(super::absolute) {
         return if path.is_file() {
             Ok(ClaudeBinary {
@@ -160,13 +154,7 @@ pub(crate) fn find_claude(flag: Option<PathBuf>) -> Result<ClaudeBinary, Failure
                 found: Found::Flag,
             })
         } else {
-            Err(Failure::error(
-                "claude_not_found",
-                format!(
-                    "no Claude Code at `{}` (--claude); nothing was sent",
-                    path.display()
-                ),
-            ))
+            Err(Error::ClaudeNotAt(path))
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -188,22 +176,12 @@ pub(crate) fn find_claude(flag: Option<PathBuf>) -> Result<ClaudeBinary, Failure
             found: *found,
         });
     }
-    let looked: Vec<String> = candidates
-        .iter()
+    let looked = candidates
+        .into_iter()
         .filter(|(_, found)| *found != Found::Path)
-        .map(|(path, _)| format!("`{}`", path.display()))
+        .map(|(path, _)| path)
         .collect();
-    Err(Failure::error(
-        "claude_not_found",
-        format!(
-            "no Claude Code to send with: --claude was not given, no `claude` is on PATH, and none is at {}; nothing was sent",
-            if looked.is_empty() {
-                "the installers' places (HOME is not set)".to_owned()
-            } else {
-                looked.join(" or ")
-            }
-        ),
-    ))
+    Err(Error::NoClaude { looked })
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -214,29 +192,14 @@ fn is_executable(path: &Path) -> bool {
 
 /// The message from stdin: at most one byte past the gate's limit is read (so a larger
 /// one is known to be too large without reading it all), and it must be UTF-8.
-pub(crate) fn message_from_stdin() -> Result<String, Failure> {
+pub(crate) fn message_from_stdin() -> Result<String, Error> {
     let mut bytes = Vec::new();
     io::stdin()
         .take(MAX_MESSAGE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|err| {
-            Failure::error(
-                "stdin_unreadable",
-                format!("cannot read the message from stdin: {err}"),
-            )
-        })?;
+        .map_err(Error::StdinUnreadable)?;
     if bytes.len() > MAX_MESSAGE_BYTES {
-        return Err(Failure::error(
-            "message_too_large",
-            format!(
-                "the message on stdin is above the limit of {MAX_MESSAGE_BYTES} bytes (64 KiB); nothing was relayed"
-            ),
-        ));
+        return Err(Error::MessageTooLarge);
     }
-    String::from_utf8(bytes).map_err(|_| {
-        Failure::error(
-            "message_not_utf8",
-            "the message on stdin is not UTF-8; nothing was relayed",
-        )
-    })
+    String::from_utf8(bytes).map_err(|_| Error::MessageNotUtf8)
 }

@@ -3,8 +3,7 @@
 
 use claude_peer_settings::{InboundPolicy, Revision, SettingsStore, Snapshot};
 
-use crate::error::Failure;
-use crate::ops::Context;
+use crate::ops::{Context, Error};
 
 /// What to do with the setting.
 #[derive(Debug, Clone, Copy)]
@@ -18,7 +17,7 @@ fn store(ctx: &Context) -> SettingsStore {
 }
 
 /// The setting as the file holds it now.
-pub(crate) fn read(ctx: &Context) -> Result<Snapshot, Failure> {
+pub(crate) fn read(ctx: &Context) -> Result<Snapshot, Error> {
     Ok(store(ctx).read()?)
 }
 
@@ -27,7 +26,7 @@ pub(crate) fn change(
     ctx: &Context,
     change: Change,
     expect_revision: Option<&str>,
-) -> Result<Snapshot, Failure> {
+) -> Result<Snapshot, Error> {
     let expected = expect_revision
         .map(str::parse::<Revision>)
         .transpose()

@@ -9,8 +9,7 @@ use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::{ClaudeHome, Pid};
 use claude_peer_resolve::{Discovery, LiveSession, Scope};
 
-use crate::error::{Exit, Failure};
-use crate::ops::Context;
+use crate::ops::{Context, Error};
 
 /// The most ancestors looked at: far more than any real chain, so a process table that
 /// keeps answering cannot keep the walk going.
@@ -18,7 +17,7 @@ const MAX_ANCESTORS: usize = 64;
 
 /// The live session whose process is the nearest ancestor of the process `start` (this
 /// process's pid, for the command and the MCP server), or `not_in_a_session`.
-pub(crate) fn whoami(ctx: &Context, start: u32) -> Result<LiveSession, Failure> {
+pub(crate) fn whoami(ctx: &Context, start: u32) -> Result<LiveSession, Error> {
     // One look per ancestor: pinning what it sees would be pure cost.
     let discovery = Discovery::new(OsProcessTable::with_pin_limit(0), OsRegistryFs);
     match Pid::new(start) {
@@ -34,7 +33,7 @@ fn nearest<P: ProcessTable, F: RegistryFs>(
     discovery: &Discovery<P, F>,
     home: &ClaudeHome,
     start: Pid,
-) -> Result<LiveSession, Failure> {
+) -> Result<LiveSession, Error> {
     let (mut pid, mut seen) = (start, vec![start]);
     while seen.len() <= MAX_ANCESTORS {
         let Some(parent) = discovery.processes().parent(pid) else {
@@ -53,18 +52,8 @@ fn nearest<P: ProcessTable, F: RegistryFs>(
     Err(not_in_a_session(home))
 }
 
-/// No ancestor is a live session: exit 3, as a refusal, with the error shape.
-fn not_in_a_session(home: &ClaudeHome) -> Failure {
-    Failure {
-        exit: Exit::Refusal,
-        key: "error",
-        name: "not_in_a_session",
-        message: format!(
-            "no parent process of this one is a live Claude Code session of {} (run it from a \
-             session's Bash tool, or as its MCP server)",
-            home.root().display()
-        ),
-    }
+fn not_in_a_session(home: &ClaudeHome) -> Error {
+    Error::NotInASession(home.root().to_path_buf())
 }
 
 #[cfg(test)]
@@ -74,6 +63,7 @@ mod tests {
     use claude_peer_testkit::fake::{FakeFile, FakeProcessTable, FakeRegistryFs, UID, home};
 
     use super::{MAX_ANCESTORS, nearest};
+    use crate::error::Failure;
 
     fn pid(raw: u32) -> Pid {
         Pid::new(raw).unwrap()
@@ -107,7 +97,8 @@ mod tests {
     #[test]
     fn the_walk_starts_at_the_parent_not_at_the_process_itself() {
         let discovery = Discovery::new(chain(100, 10), registry(100, "s-100"));
-        let failure = nearest(&discovery, &home(), pid(100)).unwrap_err();
+        let err = nearest(&discovery, &home(), pid(100)).unwrap_err();
+        let failure = Failure::from(err);
         assert_eq!((failure.name, failure.exit as u8), ("not_in_a_session", 3));
     }
 
@@ -115,14 +106,14 @@ mod tests {
     fn a_cycle_ends_the_walk_and_so_does_the_bound() {
         let looped = chain(100, 3).with_parent(pid(102), pid(100));
         let discovery = Discovery::new(looped, registry(500, "s-500"));
-        let failure = nearest(&discovery, &home(), pid(100)).unwrap_err();
-        assert_eq!(failure.name, "not_in_a_session");
+        let err = nearest(&discovery, &home(), pid(100)).unwrap_err();
+        assert_eq!(err.as_str(), "not_in_a_session");
 
         let bound = u32::try_from(MAX_ANCESTORS).unwrap();
         let within = Discovery::new(chain(100, 200), registry(100 + bound, "s-near"));
         assert!(nearest(&within, &home(), pid(100)).is_ok());
         let beyond = Discovery::new(chain(100, 200), registry(101 + bound, "s-far"));
-        let failure = nearest(&beyond, &home(), pid(100)).unwrap_err();
-        assert_eq!(failure.name, "not_in_a_session");
+        let err = nearest(&beyond, &home(), pid(100)).unwrap_err();
+        assert_eq!(err.as_str(), "not_in_a_session");
     }
 }

@@ -20,7 +20,7 @@ use crate::error::Failure;
 use crate::json::{BroadcastJson, DeliveredJson, MailboxEventJson};
 use crate::ops::broadcast::{Targets, broadcast_with};
 use crate::ops::send::Via;
-use crate::ops::{Context, send, sessions};
+use crate::ops::{self, Context, send, sessions};
 
 /// The most events kept for `wait_for_messages`; older ones are dropped and counted.
 const MAX_EVENTS: usize = 1000;
@@ -166,7 +166,7 @@ impl Inbox {
                 let session_id =
                     tokio::task::spawn_blocking(move || sessions::session_id(&ctx, &target))
                         .await
-                        .unwrap_or_else(|_| Err(ended()))?;
+                        .unwrap_or(Err(ops::Error::MailboxEnded))?;
                 let (reply, answer) = oneshot::channel();
                 let job = Job::new(session_id, message, move |sent| {
                     let _ = reply.send(sent);
@@ -178,13 +178,13 @@ impl Inbox {
                 match answer.await {
                     Ok(Reply::Sent(Ok(delivered))) => delivered_json(&delivered),
                     Ok(Reply::Sent(Err(err))) => Err(Failure::from(err)),
-                    Ok(Reply::Cancelled) => Err(cancelled_failure()),
-                    Err(_) => Err(ended()),
+                    Ok(Reply::Cancelled) => Err(ops::Error::Cancelled.into()),
+                    Err(_) => Err(ops::Error::MailboxEnded.into()),
                 }
             }
             Whom::Several(given) => {
                 if cancelled() {
-                    return Err(cancelled_failure());
+                    return Err(ops::Error::Cancelled.into());
                 }
                 let (ctx, mailbox) = (self.ctx.clone(), Arc::clone(&self.mailbox));
                 tokio::task::spawn_blocking(move || {
@@ -229,26 +229,12 @@ fn broadcast(
             .idle(idle),
         );
         match answer.recv() {
-            Ok(Reply::Sent(sent)) => sent.map(|delivered| *delivered).map_err(Failure::from),
-            Ok(Reply::Cancelled) => Err(cancelled_failure()),
-            Err(_) => Err(ended()),
+            Ok(Reply::Sent(sent)) => sent.map(|delivered| *delivered).map_err(ops::Error::from),
+            Ok(Reply::Cancelled) => Err(ops::Error::Cancelled),
+            Err(_) => Err(ops::Error::MailboxEnded),
         }
-    });
-    outcomes.and_then(|outcomes| to_json(&BroadcastJson::new(&outcomes, Via::Claude)))
-}
-
-fn ended() -> Failure {
-    Failure::error(
-        "mailbox_ended",
-        "the server's mailbox ended before the message was sent; nothing was sent",
-    )
-}
-
-fn cancelled_failure() -> Failure {
-    Failure::error(
-        "cancelled",
-        "the call was cancelled before its turn to send; nothing was sent",
-    )
+    })?;
+    to_json(&BroadcastJson::new(&outcomes, Via::Claude))
 }
 
 fn delivered_json(delivered: &Delivered) -> Answer {

@@ -161,7 +161,7 @@ async fn live_list_off_loop(ctx: Context) -> Result<String, ErrorData> {
 
 /// The change source: a fresh scan of the live sessions, as `list --json` prints them.
 fn live_list(ctx: &Context) -> Result<String, Failure> {
-    let scan = sessions::scan(ctx, Scope::Live, &super::diagnostics())?;
-    let sessions: Vec<SessionJson<'_>> = scan.sessions.iter().map(SessionJson::new).collect();
+    let found = super::diagnostics().warned(sessions::scan(ctx, Scope::Live))?;
+    let sessions: Vec<SessionJson<'_>> = found.iter().map(SessionJson::new).collect();
     serde_json::to_string(&sessions).map_err(|err| Failure::error("internal", err.to_string()))
 }

@@ -204,7 +204,7 @@ impl Dashboard<'_> {
             Action::SetPolicy { policy, expected } => {
                 let written =
                     settings::change(self.ctx, Change::Set(policy), Some(expected.as_str()))
-                        .map_err(|failure| failure.message);
+                        .map_err(|err| err.to_string());
                 self.state.policy_written(policy, written);
             }
             Action::Quit => return Some(Exit::Success),
@@ -224,7 +224,7 @@ impl Dashboard<'_> {
 }
 
 fn read_settings(ctx: &Context) -> Result<Snapshot, String> {
-    settings::read(ctx).map_err(|failure| failure.message)
+    settings::read(ctx).map_err(|err| err.to_string())
 }
 
 /// Feeds the loop the watch engine's events, a burst at a time.

@@ -1,5 +1,6 @@
 //! The JSON contract, in one place: every shape the command prints and the MCP server
-//! answers with (sessions, sends, settings, watch and mailbox events, failures), as typed
+//! answers with (sessions, sends, settings and their effective policy, watch and mailbox
+//! events, doctor's checks, failures), as typed
 //! serde structs whose field order is the documented key order.
 
 use std::path::Path;
@@ -13,7 +14,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Failure;
+use crate::ops::broadcast::Outcomes;
 use crate::ops::send::Via;
+
+mod settings;
+
+pub(crate) use settings::{EffectivePolicyJson, SettingsJson};
 
 /// One session as `list`, `resolve` and `watch` print it. Every key is always present;
 /// absent facts are `null`.
@@ -248,38 +254,29 @@ struct TargetJson<'a> {
 #[serde(untagged)]
 enum TargetOutcomeJson<'a> {
     Delivered(Box<DeliveredJson<'a>>),
-    Failed(FailureJson<'a>),
+    Failed(FailureJson),
 }
 
 impl<'a> BroadcastJson<'a> {
-    pub(crate) fn new(outcomes: &'a [crate::ops::broadcast::Outcome], via: Via) -> Self {
+    pub(crate) fn new(outcomes: &'a Outcomes, via: Via) -> Self {
         let results: Vec<TargetJson<'a>> = outcomes
             .iter()
             .map(|o| TargetJson {
-                target: &o.target,
-                outcome: match &o.result {
+                target: o.target,
+                outcome: match o.result {
                     Ok(delivered) => {
                         TargetOutcomeJson::Delivered(Box::new(DeliveredJson::new(delivered, via)))
                     }
-                    Err(failure) => TargetOutcomeJson::Failed(failure.shape()),
+                    Err(err) => TargetOutcomeJson::Failed(Failure::from(err).into()),
                 },
             })
             .collect();
-        let failed = outcomes.iter().filter(|o| o.result.is_err()).count();
         Self {
-            delivered: results.len() - failed,
-            failed,
+            delivered: outcomes.delivered(),
+            failed: outcomes.failed(),
             results,
         }
     }
-}
-
-/// `settings`, `settings set` and `settings reset`.
-#[derive(Debug, Serialize)]
-pub(crate) struct SettingsJson<'a> {
-    pub(crate) path: &'a Path,
-    pub(crate) revision: &'a str,
-    pub(crate) cross_session_inbound: Option<&'static str>,
 }
 
 /// One line of `watch --json`.
@@ -403,40 +400,41 @@ pub(crate) struct CheckJson<'a> {
 }
 
 impl Failure {
-    /// Its JSON shape, `{"refusal"|"error": name, "message": …}`.
-    pub(crate) fn shape(&self) -> FailureJson<'_> {
-        let (name, message) = (self.name, self.message.as_str());
-        if self.key == "refusal" {
-            FailureJson::Refusal {
-                refusal: name,
-                message,
-            }
-        } else {
-            FailureJson::Error {
-                error: name,
-                message,
-            }
-        }
-    }
-
-    /// [`Failure::shape`] as JSON text.
+    /// Its JSON shape as text, `{"refusal"|"error": name, "message": …}`.
     pub(crate) fn json(&self) -> String {
-        serde_json::to_string(&self.shape()).unwrap_or_default()
+        serde_json::to_string(&FailureJson::from(self.clone())).unwrap_or_default()
     }
 }
 
 /// A failure: `{"error"|"refusal": <stable name>, "message": …}`, the name first.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub(crate) enum FailureJson<'a> {
+pub(crate) enum FailureJson {
     Error {
         error: &'static str,
-        message: &'a str,
+        message: String,
     },
     Refusal {
         refusal: &'static str,
-        message: &'a str,
+        message: String,
     },
+}
+
+impl From<Failure> for FailureJson {
+    fn from(failure: Failure) -> Self {
+        let (name, message) = (failure.name, failure.message);
+        if failure.key == "refusal" {
+            Self::Refusal {
+                refusal: name,
+                message,
+            }
+        } else {
+            Self::Error {
+                error: name,
+                message,
+            }
+        }
+    }
 }
 
 #[cfg(test)]
