@@ -1,7 +1,8 @@
 //! OS facts for the Claude Code session registry, behind small traits.
 //!
-//! This crate (with the settings store) is the only place that touches the OS. It
-//! answers questions, it never decides: whether an entry is a live session is
+//! This crate is how the registry and the process table are read: discovery, resolution
+//! and the watch do no IO of their own, only through its traits. It answers questions,
+//! it never decides: whether an entry is a live session is
 //! `claude_peer_registry::judge`'s call. Two traits carry the facts, so tests and
 //! property tests swap in fakes:
 //!
