@@ -22,9 +22,9 @@ use claude_peer_registry::ClaudeHome;
 
 use crate::Error;
 use crate::channel::{Heard, Line};
-use crate::claude::{TurnEnd, await_result, await_sent};
 use crate::decider::Waits;
-use crate::sender::{Idle, Sender};
+use crate::headless::{HeadlessClaude, Idle};
+use crate::relay::{TurnEnd, await_result, await_sent};
 use crate::stream::Queued;
 use crate::witness::Witness;
 use claude_peer_deliver::{
@@ -138,7 +138,7 @@ impl Waker {
 pub struct Mailbox<P = OsProcessTable, F = OsRegistryFs> {
     courier: Courier<P, F>,
     home: ClaudeHome,
-    sender: Sender,
+    sender: HeadlessClaude,
     timeout: Duration,
     tracker: Tracker,
     ready: VecDeque<Event>,
@@ -169,7 +169,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         home: ClaudeHome,
         relay: &ClaudeRelay,
     ) -> Result<Self, Error> {
-        let sender = Sender::start(&relay.options)?;
+        let sender = HeadlessClaude::start(&relay.options)?;
         Ok(Self {
             courier,
             home,
@@ -446,7 +446,7 @@ fn session_at<P: ProcessTable, F: RegistryFs>(
 
 /// Turns one stream line into events (receipts, messages, idle notices). Our own send
 /// prompts merged into a blocked prompt are asked again by whoever holds the sender
-/// ([`crate::claude::await_result`], [`Mailbox::next_event`]), not here.
+/// ([`crate::relay::await_result`], [`Mailbox::next_event`]), not here.
 fn observe(
     line: Line,
     tracker: &mut Tracker,
@@ -501,7 +501,7 @@ fn observe(
 /// The relay a mailbox hands to [`claude_peer_deliver::Prepared::hand_over`]: asks its running sender
 /// and waits for the tool result, turning every other line meanwhile into events.
 struct MailboxRelay<'a> {
-    sender: RefCell<&'a mut Sender>,
+    sender: RefCell<&'a mut HeadlessClaude>,
     tracker: RefCell<&'a mut Tracker>,
     ready: RefCell<&'a mut VecDeque<Event>>,
     heard: RefCell<&'a mut Vec<Line>>,

@@ -11,11 +11,11 @@ use claude_peer_transcript::Fact;
 use super::{TurnEnd, await_sent};
 use crate::channel::{Heard, Line};
 use crate::decider::{Decider, Seen, Waits, Word};
-use crate::sender::{Idle, Sender};
+use crate::headless::{HeadlessClaude, Idle};
 use crate::witness::Witness;
 
 pub(super) fn send_once(
-    sender: &mut Sender,
+    sender: &mut HeadlessClaude,
     target: &Target,
     message: &str,
     deadline: Instant,
