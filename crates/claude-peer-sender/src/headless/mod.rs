@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use claude_peer_deliver::Recipient;
 use claude_peer_deliver::STDERR_TAIL_BYTES;
-use claude_peer_deliver::Target;
 use claude_peer_deliver::child::{ChildGroup, Ended};
 use claude_peer_probe::stream::{self, Tail};
 use claude_peer_settings::ManagedSettings;
@@ -212,7 +212,7 @@ impl HeadlessClaude {
     /// job's prompt.
     pub(crate) fn request(
         &mut self,
-        target: &Target,
+        target: &Recipient,
         message: &str,
         idle: Idle,
     ) -> Result<JobIds, Error> {

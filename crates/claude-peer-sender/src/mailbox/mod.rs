@@ -28,7 +28,7 @@ use crate::relay::{TurnEnd, await_result, await_sent};
 use crate::stream::Queued;
 use crate::witness::Witness;
 use claude_peer_deliver::{
-    Basis, Confirmation, Courier, Delivered, Outcome, Relay, RelayFailure, Target,
+    Basis, Confirmation, Courier, Delivered, Outcome, Recipient, Relay, RelayFailure,
 };
 pub use service::{Job, MailboxHandle, Open, Reply, Wait, Waiting};
 use tracker::Tracker;
@@ -520,7 +520,7 @@ enum Until {
 }
 
 impl Relay for MailboxRelay<'_> {
-    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
+    fn send(&self, target: &Recipient, message: &str) -> Result<Confirmation, RelayFailure> {
         let deadline = Instant::now() + self.timeout;
         let mut sender = self.sender.borrow_mut();
         let mut tracker = self.tracker.borrow_mut();

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use claude_peer_deliver::{Confirmation, Relay, RelayFailure, Target};
+use claude_peer_deliver::{Confirmation, Recipient, Relay, RelayFailure};
 
 use crate::cancel::Running;
 use crate::channel::Line;
@@ -182,7 +182,7 @@ impl ClaudeRelay {
 }
 
 impl Relay for ClaudeRelay {
-    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
+    fn send(&self, target: &Recipient, message: &str) -> Result<Confirmation, RelayFailure> {
         // A batch of one, whose sender serves nothing else: the end of its turn without
         // the call is a failure at once.
         self.batch_with(TurnEnd::Fails).send(target, message)
@@ -219,7 +219,7 @@ pub struct Batch<'a> {
 }
 
 impl Relay for Batch<'_> {
-    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
+    fn send(&self, target: &Recipient, message: &str) -> Result<Confirmation, RelayFailure> {
         let relay = self.relay;
         let deadline = Instant::now() + relay.timeout;
         let cancelled =

@@ -4,7 +4,7 @@
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Instant;
 
-use claude_peer_deliver::{Confirmation, Outcome, Receipt, RelayFailure, Target};
+use claude_peer_deliver::{Confirmation, Outcome, Receipt, Recipient, RelayFailure};
 use claude_peer_resolve::RefusalKind;
 use claude_peer_transcript::Fact;
 
@@ -16,7 +16,7 @@ use crate::witness::Witness;
 
 pub(super) fn send_once(
     sender: &mut HeadlessClaude,
-    target: &Target,
+    target: &Recipient,
     message: &str,
     deadline: Instant,
     waits: Waits,
