@@ -37,6 +37,8 @@ mod witness;
 pub use cancel::Cancel;
 pub use error::Error;
 pub use headless::{DEFAULT_SENDER_NAME, Idle, default_sender_home};
-pub use mailbox::{Event, Job, Mailbox, MailboxHandle, Open, Receipt, Reply, Wait, Waiting, Waker};
+pub use mailbox::{
+    Job, Mailbox, MailboxEvent, MailboxHandle, MailboxReceipt, Open, Reply, Wait, Waiting, Waker,
+};
 pub use name::{MAX_SENDER_NAME_BYTES, check_sender_name};
 pub use relay::{Batch, Capabilities, ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};

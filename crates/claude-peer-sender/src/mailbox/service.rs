@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use claude_peer_deliver::Delivered;
 
-use super::{Event, Mailbox, Until, Waker};
+use super::{Mailbox, MailboxEvent, Until, Waker};
 use crate::{Error, Idle};
 
 /// How long the owner waits for an event when nothing else comes: any job wakes it.
@@ -134,7 +134,7 @@ impl MailboxHandle {
     pub fn spawn(
         opened: Option<Mailbox>,
         open: Option<Open>,
-        events: impl FnMut(Event) + Send + 'static,
+        events: impl FnMut(MailboxEvent) + Send + 'static,
     ) -> io::Result<Self> {
         let waker = Arc::new(Mutex::new(opened.as_ref().map(Mailbox::waker)));
         let closing = Arc::new(AtomicBool::new(false));
@@ -201,7 +201,7 @@ impl Drop for MailboxHandle {
 struct Owner {
     mailbox: Option<Mailbox>,
     open: Option<Open>,
-    events: Box<dyn FnMut(Event) + Send>,
+    events: Box<dyn FnMut(MailboxEvent) + Send>,
     waker: Arc<Mutex<Option<Waker>>>,
     closing: Arc<AtomicBool>,
 }
@@ -284,8 +284,8 @@ impl Owner {
     }
 
     /// Tells one event; at `Closed`, the sender is gone.
-    fn tell(&mut self, event: Event) {
-        if matches!(event, Event::Closed { .. }) {
+    fn tell(&mut self, event: MailboxEvent) {
+        if matches!(event, MailboxEvent::Closed { .. }) {
             self.mailbox = None;
             *lock(&self.waker) = None;
         }

@@ -15,7 +15,7 @@ use claude_peer_deliver::Delivered;
 use claude_peer_guard::protocol::MAX_ESCAPED_MESSAGE_BYTES;
 use claude_peer_probe::stream::{self, Line};
 use claude_peer_resolve::Refusal;
-use claude_peer_sender::{Event, Idle, Job, MailboxHandle, Reply, Waiting};
+use claude_peer_sender::{Idle, Job, MailboxEvent, MailboxHandle, Reply, Waiting};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -105,9 +105,9 @@ pub(crate) fn run(
     state.sender.store(mailbox.pid(), Ordering::Release);
     let events = {
         let (state, to_main) = (Arc::clone(&state), to_main.clone());
-        move |event: Event| {
+        move |event: MailboxEvent| {
             let written = emit(&MailboxEventJson::from(&event));
-            if matches!(event, Event::Closed { .. }) {
+            if matches!(event, MailboxEvent::Closed { .. }) {
                 state.ended.store(true, Ordering::Release);
                 wake(&to_main);
             }

@@ -8,7 +8,7 @@ use std::path::Path;
 use claude_peer_deliver::Delivered;
 use claude_peer_registry::{Pid, Record, Verdict};
 use claude_peer_resolve::{AddressableSession, LiveSession, Session};
-use claude_peer_sender::Event;
+use claude_peer_sender::MailboxEvent;
 use claude_peer_transcript::Summary;
 use serde::Serialize;
 use serde_json::Value;
@@ -346,17 +346,17 @@ pub(crate) enum MailboxEventJson<'a> {
     },
 }
 
-impl<'a> From<&'a Event> for MailboxEventJson<'a> {
-    fn from(event: &'a Event) -> Self {
+impl<'a> From<&'a MailboxEvent> for MailboxEventJson<'a> {
+    fn from(event: &'a MailboxEvent) -> Self {
         match event {
-            Event::Receipt(receipt) => Self::Receipt {
+            MailboxEvent::Receipt(receipt) => Self::Receipt {
                 outcome: receipt.outcome.as_str(),
                 basis: receipt.basis.as_str(),
                 msg_ids: &receipt.msg_ids,
                 count: receipt.count,
                 recipient: &receipt.recipient,
             },
-            Event::Message {
+            MailboxEvent::Message {
                 from,
                 from_name,
                 session_id,
@@ -367,15 +367,15 @@ impl<'a> From<&'a Event> for MailboxEventJson<'a> {
                 session_id: session_id.as_deref(),
                 text,
             },
-            Event::Idle {
+            MailboxEvent::Idle {
                 recipient,
                 session_id,
             } => Self::Idle {
                 recipient,
                 session_id: session_id.as_deref(),
             },
-            Event::Notice(text) => Self::Notice { text },
-            Event::Closed { unknown, reason } => Self::Closed {
+            MailboxEvent::Notice(text) => Self::Notice { text },
+            MailboxEvent::Closed { unknown, reason } => Self::Closed {
                 unknown,
                 reason: reason.as_deref(),
             },

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
-use claude_peer_sender::{Event, Job, MailboxHandle, Reply, Waiting};
+use claude_peer_sender::{Job, MailboxEvent, MailboxHandle, Reply, Waiting};
 
 use super::Input;
 use crate::error::Failure;
@@ -23,7 +23,7 @@ pub(crate) enum Heard {
         result: Result<Box<Delivered>, Failure>,
     },
     /// Something the sender heard after a send: receipts, replies, its end.
-    Event(Event),
+    Event(MailboxEvent),
 }
 
 /// The dashboard's mailbox, once a message started it.

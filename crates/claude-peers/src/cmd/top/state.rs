@@ -147,11 +147,11 @@ impl State {
                 };
                 self.board.set_mail(&session_id, mail);
             }
-            Heard::Event(claude_peer_sender::Event::Receipt(receipt)) => {
+            Heard::Event(claude_peer_sender::MailboxEvent::Receipt(receipt)) => {
                 self.board
                     .receipt(&receipt.msg_ids, receipt.outcome.as_str());
             }
-            Heard::Event(claude_peer_sender::Event::Message {
+            Heard::Event(claude_peer_sender::MailboxEvent::Message {
                 from,
                 from_name,
                 session_id,
@@ -165,7 +165,7 @@ impl State {
                 }
                 None => self.status = format!("message from {from}: {text}"),
             },
-            Heard::Event(claude_peer_sender::Event::Closed {
+            Heard::Event(claude_peer_sender::MailboxEvent::Closed {
                 reason: Some(reason),
                 ..
             }) => self.status = format!("the sender ended: {reason}"),

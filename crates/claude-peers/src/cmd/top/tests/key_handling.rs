@@ -336,7 +336,7 @@ fn a_reply_is_kept_for_its_session_at_the_time_it_came_and_a_failure_marks_the_r
     let id = state.board.selected().unwrap().record.session_id.clone();
     state.tick(super::NOW + 5_000);
     state.heard(crate::cmd::top::mail::Heard::Event(
-        claude_peer_sender::Event::Message {
+        claude_peer_sender::MailboxEvent::Message {
             from: "uds:/tmp/cc-100.sock".to_owned(),
             from_name: Some("s00".to_owned()),
             session_id: Some(id.clone()),
