@@ -41,6 +41,6 @@ pub use confirm::Identity;
 pub use error::{Error, Refusal, RefusalKind};
 pub use live::{AddressableSession, LiveSession};
 pub use scan::{
-    Addressability, Discovery, Entries, Rereads, Scan, Scope, Session, Unaddressable, Warning,
+    Addressability, Discovery, Entries, Entry, Rereads, Scan, Scope, Unaddressable, Warning,
 };
 pub use target::{Roster, Target};

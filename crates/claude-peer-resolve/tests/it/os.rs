@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_registry::{ClaudeHome, Liveness};
-use claude_peer_resolve::{Discovery, RefusalKind, Scope, Session, Warning};
+use claude_peer_resolve::{Discovery, Entry, RefusalKind, Scope, Warning};
 use claude_peer_testkit::home::TempHome;
 use claude_peer_testkit::process::{ParkedThread, Sleeper, Zombie, proc_start, reaped_pid};
 
@@ -299,7 +299,7 @@ fn keys_heartbeats_and_temporary_files_are_never_listed() {
 fn assert_each_agrees_judged_alone(
     discovery: &Discovery<OsProcessTable, OsRegistryFs>,
     home: &ClaudeHome,
-    sessions: &[Session],
+    sessions: &[Entry],
     scope: Scope,
 ) {
     for session in sessions {
@@ -405,7 +405,7 @@ fn hundreds_of_live_sessions_among_leftovers_are_judged_across_threads_as_each_a
     assert_each_agrees_judged_alone(&discovery, &registry.home, &live.sessions, Scope::Live);
     let full = discovery.scan(&registry.home, Scope::All).unwrap();
     assert_eq!(full.sessions.len(), 1500);
-    let live_part: Vec<Session> = full.sessions.into_iter().filter(Session::is_live).collect();
+    let live_part: Vec<Entry> = full.sessions.into_iter().filter(Entry::is_live).collect();
     assert_eq!(live.sessions, live_part);
 }
 

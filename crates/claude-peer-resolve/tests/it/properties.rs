@@ -11,7 +11,7 @@ use claude_peer_registry::{
     Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Rejection, Signal,
     classify_entry_name, judge,
 };
-use claude_peer_resolve::{Discovery, LiveSession, Rereads, Scope, Session};
+use claude_peer_resolve::{Discovery, Entry, LiveSession, Rereads, Scope};
 use claude_peer_testkit::fake::{self, FakeFile, FakeProcessTable, FakeRegistryFs, UID};
 use claude_peer_testkit::strategy;
 use proptest::collection::vec;
@@ -260,7 +260,7 @@ proptest! {
         let full = build(&entries, &table).scan(&fake::home(), Scope::All).unwrap();
         let discovery = build(&entries, &table);
         let live = discovery.scan(&fake::home(), Scope::Live).unwrap();
-        let filtered: Vec<_> = full.sessions.into_iter().filter(claude_peer_resolve::Session::is_live).collect();
+        let filtered: Vec<_> = full.sessions.into_iter().filter(claude_peer_resolve::Entry::is_live).collect();
         prop_assert_eq!(&live.sessions, &filtered);
         for read in discovery.fs().reads() {
             let EntryName::Record(pid) = classify_entry_name(&read) else { panic!("read a non-record {read:?}") };
@@ -274,13 +274,13 @@ proptest! {
         table in table(),
     ) {
         let full = build(&entries, &table).scan(&fake::home(), Scope::All).unwrap();
-        let live: Vec<Session> = full.sessions.iter().filter(|s| s.is_live()).cloned().collect();
+        let live: Vec<Entry> = full.sessions.iter().filter(|s| s.is_live()).cloned().collect();
         for session in full.sessions {
             let was_live = session.is_live();
             match LiveSession::try_from(session.clone()) {
                 Ok(converted) => {
                     prop_assert!(was_live, "{:?}", session);
-                    prop_assert_eq!(Session::from(converted), session);
+                    prop_assert_eq!(Entry::from(converted), session);
                 }
                 Err(back) => {
                     prop_assert!(!was_live, "{:?}", session);
@@ -288,8 +288,8 @@ proptest! {
                 }
             }
         }
-        let listed: Vec<Session> =
-            build(&entries, &table).live(&fake::home()).unwrap().sessions.into_iter().map(Session::from).collect();
+        let listed: Vec<Entry> =
+            build(&entries, &table).live(&fake::home()).unwrap().sessions.into_iter().map(Entry::from).collect();
         prop_assert_eq!(listed, live);
     }
 
@@ -303,7 +303,7 @@ proptest! {
         let stream = discovery.entries(&fake::home(), Scope::All).unwrap();
         prop_assert_eq!(stream.warnings(), &scan.warnings[..]);
         prop_assert!(discovery.fs().reads().is_empty(), "nothing is read before it is asked for");
-        let mut streamed: Vec<claude_peer_resolve::Session> = Vec::new();
+        let mut streamed: Vec<claude_peer_resolve::Entry> = Vec::new();
         for session in stream {
             streamed.push(session);
             for read in discovery.fs().reads() {
@@ -337,7 +337,7 @@ proptest! {
         // Generated in pid order, so the scan's order is the generated one.
         prop_assert_eq!(got, expected);
         let live = build(&entries, &table).scan(&fake::home(), Scope::Live).unwrap();
-        let filtered: Vec<_> = full.sessions.into_iter().filter(Session::is_live).collect();
+        let filtered: Vec<_> = full.sessions.into_iter().filter(Entry::is_live).collect();
         prop_assert_eq!(live.sessions, filtered);
     }
 }

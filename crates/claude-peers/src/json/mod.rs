@@ -7,7 +7,7 @@ use std::path::Path;
 
 use claude_peer_deliver::Delivered;
 use claude_peer_registry::{Pid, Record, Verdict};
-use claude_peer_resolve::{AddressableSession, LiveSession, Session};
+use claude_peer_resolve::{AddressableSession, Entry, LiveSession};
 use claude_peer_sender::MailboxEvent;
 use claude_peer_transcript::Summary;
 use serde::Serialize;
@@ -48,7 +48,7 @@ pub(crate) struct SessionJson<'a> {
 }
 
 impl<'a> SessionJson<'a> {
-    pub(crate) fn new(session: &'a Session) -> Self {
+    pub(crate) fn new(session: &'a Entry) -> Self {
         Self::of(
             &session.file,
             session.pid,
@@ -58,7 +58,7 @@ impl<'a> SessionJson<'a> {
         )
     }
 
-    /// A live session: as [`SessionJson::new`] shows it once it is a [`Session`].
+    /// A live session: as [`SessionJson::new`] shows it once it is an [`Entry`].
     pub(crate) fn live(session: &'a LiveSession) -> Self {
         Self::of(
             &session.file,
@@ -69,7 +69,7 @@ impl<'a> SessionJson<'a> {
         )
     }
 
-    /// A resolved session: as [`SessionJson::new`] shows it once it is a [`Session`].
+    /// A resolved session: as [`SessionJson::new`] shows it once it is an [`Entry`].
     pub(crate) fn addressable(session: &'a AddressableSession) -> Self {
         Self::of(
             &session.file,
@@ -149,7 +149,7 @@ struct FormerNameJson<'a> {
 
 impl<'a> SessionDetailJson<'a> {
     /// `session` in full, with the end of its transcript when it has one.
-    pub(crate) fn new(session: &'a Session, transcript: Option<&'a Summary>) -> Self {
+    pub(crate) fn new(session: &'a Entry, transcript: Option<&'a Summary>) -> Self {
         let record = session.record.as_ref();
         Self {
             session: SessionJson::new(session),
@@ -441,7 +441,7 @@ impl From<Failure> for FailureJson {
 mod tests {
     use claude_peer_registry::{Pid, Record};
     use claude_peer_resolve::{
-        Addressability, AddressableSession, LiveSession, Session, Unaddressable,
+        Addressability, AddressableSession, Entry, LiveSession, Unaddressable,
     };
 
     use super::SessionJson;
@@ -469,7 +469,7 @@ mod tests {
             json(SessionJson::new(&resolved.clone().into()))
         );
         for live in [resolved.clone().into(), not_addressable] {
-            let shown = Session::from(live.clone());
+            let shown = Entry::from(live.clone());
             assert_eq!(
                 json(SessionJson::live(&live)),
                 json(SessionJson::new(&shown))

@@ -5,7 +5,7 @@
 //! [`field`], so it cannot steer the terminal.
 
 use claude_peer_registry::Activity;
-use claude_peer_resolve::{LiveSession, Session};
+use claude_peer_resolve::{Entry, LiveSession};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect, Size};
 use ratatui::style::{Color, Modifier, Style};
@@ -247,7 +247,7 @@ fn details(frame: &mut Frame<'_>, state: &State, session_id: &str, area: Rect) {
         .and_then(|(_, t)| t.as_ref());
     match state.board.session(session_id) {
         Some(live) => {
-            let session = Session::from(live.clone());
+            let session = Entry::from(live.clone());
             for (name, value) in session_fields(&session, transcript, state.now_ms) {
                 lines.push(Line::from(vec![
                     Span::styled(
