@@ -20,7 +20,7 @@
 //!
 //! let home = ClaudeHome::new("/home/ada/.claude");
 //! let discovery = Discovery::os();
-//! for session in discovery.live(&home)?.sessions {
+//! for session in discovery.live(&home)?.entries {
 //!     println!("{} {}", session.pid, session.record.session_id);
 //! }
 //! let target = discovery.resolve_live_session(&home, "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57")?;

@@ -115,7 +115,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         let warnings = entries.warnings().to_vec();
         Ok(Scan {
             // A live-only scan gives live entries alone: nothing is left out here.
-            sessions: entries
+            entries: entries
                 .filter_map(|s| LiveSession::try_from(s).ok())
                 .collect(),
             warnings,

@@ -52,14 +52,14 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     pub fn roster(&self, home: &ClaudeHome, scope: Scope) -> Result<Roster<'_, P, F>, Error> {
         let scan = self.scan(home, scope)?;
         let live = scan
-            .sessions
+            .entries
             .iter()
             .filter(|s| s.is_live())
             .filter_map(|s| LiveSession::try_from(s.clone()).ok())
             .collect();
         let all = OnceCell::new();
         if scope == Scope::All {
-            let _ = all.set(Some(scan.sessions));
+            let _ = all.set(Some(scan.entries));
         }
         Ok(Roster {
             discovery: self,
@@ -198,7 +198,7 @@ impl<P: ProcessTable, F: RegistryFs> Roster<'_, P, F> {
                 self.discovery
                     .scan(&self.home, Scope::All)
                     .ok()
-                    .map(|scan| scan.sessions)
+                    .map(|scan| scan.entries)
             })
             .as_deref()
     }

@@ -135,13 +135,13 @@ impl fmt::Display for Warning {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Scan<S = Entry> {
     /// Entries sorted by pid; rejected names (no pid) last, by name.
-    pub sessions: Vec<S>,
+    pub entries: Vec<S>,
     /// What is wrong with the registry directory itself.
     pub warnings: Vec<Warning>,
 }
 
 /// A scan in progress: each registry entry judged as the iterator reaches it, in
-/// [`Scan::sessions`] order (records by pid, then rejected names by name). Made by
+/// [`Scan::entries`] order (records by pid, then rejected names by name). Made by
 /// [`Discovery::entries`].
 pub struct Entries<'d, P, F: RegistryFs> {
     discovery: &'d Discovery<P, F>,
@@ -274,13 +274,13 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         let mut entries = self.entries(home, scope)?;
         let warnings = std::mem::take(&mut entries.warnings);
         Ok(Scan {
-            sessions: entries.collect(),
+            entries: entries.collect(),
             warnings,
         })
     }
 
     /// Reads the registry afresh and judges its entries as the iterator is advanced, in
-    /// the order of [`Scan::sessions`]: memory stays flat however many records the
+    /// the order of [`Scan::entries`]: memory stays flat however many records the
     /// registry holds (only the names are kept, a few bytes each, to sort them, and at
     /// most 1,024 entries judged ahead). Many live records are judged together across
     /// the cores; a few, one per `next()`. Each entry is judged exactly as

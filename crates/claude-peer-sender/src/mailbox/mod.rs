@@ -437,7 +437,7 @@ fn session_at<P: ProcessTable, F: RegistryFs>(
 ) -> Option<String> {
     let path = address.strip_prefix("uds:").unwrap_or(address);
     let scan = courier.discovery().live(home).ok()?;
-    scan.sessions.into_iter().find_map(|session| {
+    scan.entries.into_iter().find_map(|session| {
         let record = session.record;
         (record.messaging_socket_path.as_deref().map(Path::new) == Some(Path::new(path)))
             .then_some(record.session_id)

@@ -169,7 +169,7 @@ mod tests {
         for scope in [Scope::All, Scope::Live] {
             let scan = discovery.scan(&registry.home, scope).unwrap();
             let collected: Vec<SessionJson<'_>> =
-                scan.sessions.iter().map(SessionJson::new).collect();
+                scan.entries.iter().map(SessionJson::new).collect();
             let mut expected = serde_json::to_vec(&collected).unwrap();
             expected.push(b'\n');
 

@@ -12,7 +12,7 @@ use crate::ops::{Context, Error, Warned};
 pub(crate) fn scan(ctx: &Context, scope: Scope) -> Warned<Result<Vec<Entry>, Error>> {
     match Discovery::os().scan(&ctx.home, scope) {
         Ok(scan) => Warned {
-            value: Ok(scan.sessions),
+            value: Ok(scan.entries),
             warnings: scan.warnings,
         },
         Err(err) => Warned::quiet(Err(err.into())),
