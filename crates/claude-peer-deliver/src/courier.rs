@@ -9,7 +9,7 @@ use claude_peer_settings::{
     EffectivePolicy, EffectiveValue, MANAGED_SETTINGS_PATH, effective_policy,
 };
 
-use crate::{Error, Relay, Target};
+use crate::{Error, Recipient, Relay};
 
 /// The largest message that is relayed: 64 KiB (65,536 bytes).
 pub const MAX_MESSAGE_BYTES: usize = 65_536;
@@ -255,8 +255,8 @@ impl<P: ProcessTable, F: RegistryFs> Prepared<'_, P, F> {
 
     /// The address the relay would be handed if nothing changes before the hand-over.
     #[must_use]
-    pub fn target(&self) -> Target {
-        Target::new(&self.home, &self.session, &self.allowed.cwd)
+    pub fn recipient(&self) -> Recipient {
+        Recipient::new(&self.home, &self.session, &self.allowed.cwd)
     }
 
     /// Confirms that the same pid, with the same start token, still runs the same
@@ -274,7 +274,7 @@ impl<P: ProcessTable, F: RegistryFs> Prepared<'_, P, F> {
         } else {
             self.courier.inbound(&self.home, &session)?
         };
-        let target = Target::new(&self.home, &session, &allowed.cwd);
+        let target = Recipient::new(&self.home, &session, &allowed.cwd);
         match relay.send(&target, self.message) {
             Ok(confirmation) => Ok(Delivered {
                 session,

@@ -34,7 +34,7 @@
 //!    ([`claude_peer_resolve::Discovery::confirm`]): the same pid, with the same start
 //!    token, must still run the same session id, else `not_live` (a `/clear`, a resume
 //!    or a crash in between) and the relay is never started.
-//! 5. The relay gets the [`Target`] and the message. When it does not confirm the send
+//! 5. The relay gets the [`Recipient`] and the message. When it does not confirm the send
 //!    (it fails, times out or crashes), the refusal is `delivery_failed`, in the relay's
 //!    own words.
 //!
@@ -75,4 +75,4 @@ pub use program::{
     CommandRelay, DEFAULT_TIMEOUT, ENV_CWD, ENV_NAME, ENV_PID, ENV_SESSION_ID, ENV_SOCKET,
     STDERR_TAIL_BYTES, STDOUT_LINE_BYTES,
 };
-pub use relay::{Confirmation, Relay, RelayFailure, Target};
+pub use relay::{Confirmation, Recipient, Relay, RelayFailure};

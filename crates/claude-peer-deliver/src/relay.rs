@@ -14,9 +14,9 @@ use crate::Receipt;
 /// Built from the session as confirmed immediately before the hand-over. A name shared
 /// with another live session has already been refused, so `name` alone addresses it.
 /// It serializes, so a relay that checks again in another process (the sender's guard
-/// hook) carries it whole and confirms it by the same rule ([`Target::identity`]).
+/// hook) carries it whole and confirms it by the same rule ([`Recipient::identity`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Target {
+pub struct Recipient {
     /// The session's name, its cross-session address; `None` when its record gives none.
     pub name: Option<String>,
     /// The session id.
@@ -34,8 +34,8 @@ pub struct Target {
     pub home: PathBuf,
 }
 
-impl Target {
-    /// The target of `session` of `home`, whose inbound policy was read for `cwd`, its
+impl Recipient {
+    /// `session` of `home` as a recipient, whose inbound policy was read for `cwd`, its
     /// absolute working directory.
     pub(crate) fn new(home: &ClaudeHome, session: &AddressableSession, cwd: &Path) -> Self {
         let record = &session.record;
@@ -51,7 +51,7 @@ impl Target {
     }
 
     /// What [`Discovery::confirm`](claude_peer_resolve::Discovery::confirm) compares to
-    /// tell that this target still runs, unchanged.
+    /// tell that this recipient still runs, unchanged.
     #[must_use]
     pub fn identity(&self) -> Identity<'_> {
         Identity {
@@ -124,11 +124,11 @@ impl fmt::Display for RelayFailure {
 pub trait Relay {
     /// Sends `message` to `target`, returning once the send is confirmed or has failed.
     /// Implementations must return in bounded time: nothing else interrupts them.
-    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure>;
+    fn send(&self, target: &Recipient, message: &str) -> Result<Confirmation, RelayFailure>;
 }
 
 impl<R: Relay + ?Sized> Relay for &R {
-    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
+    fn send(&self, target: &Recipient, message: &str) -> Result<Confirmation, RelayFailure> {
         (**self).send(target, message)
     }
 }

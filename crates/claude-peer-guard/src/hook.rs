@@ -199,7 +199,7 @@ mod tests {
     use std::fs;
     use std::os::unix::net::UnixListener;
 
-    use claude_peer_deliver::Target;
+    use claude_peer_deliver::Recipient;
     use claude_peer_registry::Pid;
     use claude_peer_testkit::process::{Children, proc_start};
     use claude_peer_testkit::registry::record;
@@ -212,7 +212,7 @@ mod tests {
 
     fn plans() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        let target = Target {
+        let target = Recipient {
             name: None,
             session_id: "s-1".to_owned(),
             pid: Pid::new(Pid::MAX).unwrap(),
@@ -319,7 +319,7 @@ mod tests {
         _children: Children,
         _socket: UnixListener,
         home: ClaudeHome,
-        target: Target,
+        target: Recipient,
         other_pid: Pid,
     }
 
@@ -339,7 +339,7 @@ mod tests {
         let session = Discovery::os()
             .resolve_live_session(&home, &format!("75c834bc-f549-4085-a152-{pid:012x}"))
             .unwrap();
-        let target = Target {
+        let target = Recipient {
             name: session.record.name.clone(),
             session_id: session.record.session_id.clone(),
             pid: session.pid,
@@ -359,7 +359,7 @@ mod tests {
     }
 
     /// What the hook answers to the planned call of `target`, made as planned.
-    fn hook_on(target: &Target) -> Result<(), Blocked> {
+    fn hook_on(target: &Recipient) -> Result<(), Blocked> {
         let plans = tempfile::tempdir().unwrap();
         let plan = Plan {
             target: target.clone(),
@@ -370,7 +370,7 @@ mod tests {
     }
 
     /// A change to a target, given another live pid.
-    type Change = fn(&mut Target, Pid);
+    type Change = fn(&mut Recipient, Pid);
 
     #[test]
     fn the_hook_and_the_gate_refuse_the_same_mismatches_by_one_rule() {

@@ -3,7 +3,7 @@
 //!
 //! The sender is a headless Claude Code whose model is a script; this crate is what keeps
 //! it to exactly the planned call, in another process, at the moment of the call. Before
-//! asking for a tool call the sender writes its [`Plan`] (the [`Target`] the gate
+//! asking for a tool call the sender writes its [`Plan`] (the [`Recipient`] the gate
 //! confirmed and the [`Call`] it may carry) into a plans directory; Claude Code then runs
 //! the hook ([`run`]) before the call, which allows a `SendMessage` only as planned, once,
 //! and only while the same process still runs the same session (the gate's own rule,
@@ -15,7 +15,7 @@
 //! How the hooks are installed and how this project's prompts are written is the
 //! [`protocol`], written once for the sender, its stream parser and the hooks.
 //!
-//! [`Target`]: claude_peer_deliver::Target
+//! [`Recipient`]: claude_peer_deliver::Recipient
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

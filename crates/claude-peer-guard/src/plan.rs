@@ -8,7 +8,7 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use claude_peer_deliver::Target;
+use claude_peer_deliver::Recipient;
 use claude_peer_resolve::{Refusal, RefusalKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -20,7 +20,7 @@ const MAX_PLAN_BYTES: u64 = crate::protocol::MAX_ESCAPED_MESSAGE_BYTES as u64;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     /// The session, as the gate confirmed it; the hook confirms it again by the same rule.
-    pub target: Target,
+    pub target: Recipient,
     /// What the call carries.
     pub call: Call,
 }

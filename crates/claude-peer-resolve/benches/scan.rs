@@ -165,9 +165,9 @@ type OsDiscovery = Discovery<OsProcessTable, OsRegistryFs>;
 /// Our scan with `discovery`; returns the live pids and the number of entries reported.
 fn ours_scan(discovery: &OsDiscovery, home: &ClaudeHome, scope: Scope) -> (Vec<u32>, usize) {
     let scan = discovery.scan(home, scope).expect("scan the registry");
-    let reported = scan.sessions.len();
+    let reported = scan.entries.len();
     let live = scan
-        .sessions
+        .entries
         .into_iter()
         .filter_map(|s| LiveSession::try_from(s).ok())
         .map(|s| s.pid.get())
@@ -491,7 +491,7 @@ fn peak_child(args: &[String]) {
     let scan = discovery.scan(&home, scope).expect("scan the registry");
     let read = rchar() - read0;
     let hwm = status_kb("VmHWM:");
-    println!("{} {rss0} {hwm} {read}", black_box(scan).sessions.len());
+    println!("{} {rss0} {hwm} {read}", black_box(scan).entries.len());
 }
 
 fn status_kb(key: &str) -> u64 {

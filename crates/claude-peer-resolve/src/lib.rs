@@ -20,7 +20,7 @@
 //!
 //! let home = ClaudeHome::new("/home/ada/.claude");
 //! let discovery = Discovery::os();
-//! for session in discovery.live(&home)?.sessions {
+//! for session in discovery.live(&home)?.entries {
 //!     println!("{} {}", session.pid, session.record.session_id);
 //! }
 //! let target = discovery.resolve_live_session(&home, "8668bde0-50ff-4b1e-a7dc-8a4dcbefad57")?;
@@ -41,6 +41,6 @@ pub use confirm::Identity;
 pub use error::{Error, Refusal, RefusalKind};
 pub use live::{AddressableSession, LiveSession};
 pub use scan::{
-    Addressability, Discovery, Entries, Rereads, Scan, Scope, Session, Unaddressable, Warning,
+    Addressability, Discovery, Entries, Entry, Rereads, Scan, Scope, Unaddressable, Warning,
 };
 pub use target::{Roster, Target};

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use claude_peer_probe::{ProcessTable, RegistryFs};
 use claude_peer_registry::{ClaudeHome, Liveness, Pid, Record, Verdict};
 
-use crate::{Addressability, Discovery, Error, Scan, Scope, Session, Unaddressable};
+use crate::{Addressability, Discovery, Entry, Error, Scan, Scope, Unaddressable};
 
 /// A live session: a process that runs now, and the record it wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,7 +21,7 @@ pub struct LiveSession {
 }
 
 impl LiveSession {
-    /// The verdict on every live session, as a [`Session`] has it.
+    /// The verdict on every live session, as an [`Entry`] has it.
     pub const VERDICT: Verdict = Verdict {
         liveness: Liveness::Live,
         reason: None,
@@ -41,13 +41,13 @@ impl LiveSession {
     }
 }
 
-impl TryFrom<Session> for LiveSession {
+impl TryFrom<Entry> for LiveSession {
     /// The entry as it was, when it is not a live session.
-    type Error = Session;
+    type Error = Entry;
 
-    fn try_from(session: Session) -> Result<Self, Session> {
+    fn try_from(session: Entry) -> Result<Self, Entry> {
         match session {
-            Session {
+            Entry {
                 file,
                 pid: Some(pid),
                 record: Some(record),
@@ -64,7 +64,7 @@ impl TryFrom<Session> for LiveSession {
     }
 }
 
-impl From<LiveSession> for Session {
+impl From<LiveSession> for Entry {
     fn from(live: LiveSession) -> Self {
         Self {
             file: live.file,
@@ -101,7 +101,7 @@ impl From<AddressableSession> for LiveSession {
     }
 }
 
-impl From<AddressableSession> for Session {
+impl From<AddressableSession> for Entry {
     fn from(session: AddressableSession) -> Self {
         LiveSession::from(session).into()
     }
@@ -115,7 +115,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         let warnings = entries.warnings().to_vec();
         Ok(Scan {
             // A live-only scan gives live entries alone: nothing is left out here.
-            sessions: entries
+            entries: entries
                 .filter_map(|s| LiveSession::try_from(s).ok())
                 .collect(),
             warnings,

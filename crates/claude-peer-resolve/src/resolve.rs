@@ -3,7 +3,7 @@
 use claude_peer_probe::{ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
 
-use crate::{AddressableSession, Discovery, Error, LiveSession, RefusalKind, Scope, Session};
+use crate::{AddressableSession, Discovery, Entry, Error, LiveSession, RefusalKind, Scope};
 
 impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// The one live, addressable session `session` names now: its id, or else the name
@@ -20,7 +20,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
 }
 
 /// Explains why no live process runs `session_id`, from every entry of the registry.
-pub(crate) fn why_not_live(all: &[Session], session_id: &str) -> String {
+pub(crate) fn why_not_live(all: &[Entry], session_id: &str) -> String {
     if let Some(entry) = all
         .iter()
         .find(|s| s.record.as_ref().map(|r| r.session_id.as_str()) == Some(session_id))

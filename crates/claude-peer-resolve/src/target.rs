@@ -15,7 +15,7 @@ use claude_peer_registry::ClaudeHome;
 
 use crate::resolve::{addressable_or_refused, describe};
 use crate::{
-    AddressableSession, Discovery, Error, LiveSession, RefusalKind, Scope, Session, Warning,
+    AddressableSession, Discovery, Entry, Error, LiveSession, RefusalKind, Scope, Warning,
 };
 
 /// Whom a user named.
@@ -41,7 +41,7 @@ pub struct Roster<'d, P, F> {
     /// The live sessions, by pid.
     live: Vec<LiveSession>,
     /// Every entry, by pid; `None` when they could not be read.
-    all: OnceCell<Option<Vec<Session>>>,
+    all: OnceCell<Option<Vec<Entry>>>,
     warnings: Vec<Warning>,
 }
 
@@ -52,14 +52,14 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     pub fn roster(&self, home: &ClaudeHome, scope: Scope) -> Result<Roster<'_, P, F>, Error> {
         let scan = self.scan(home, scope)?;
         let live = scan
-            .sessions
+            .entries
             .iter()
             .filter(|s| s.is_live())
             .filter_map(|s| LiveSession::try_from(s.clone()).ok())
             .collect();
         let all = OnceCell::new();
         if scope == Scope::All {
-            let _ = all.set(Some(scan.sessions));
+            let _ = all.set(Some(scan.entries));
         }
         Ok(Roster {
             discovery: self,
@@ -115,7 +115,7 @@ impl<P: ProcessTable, F: RegistryFs> Roster<'_, P, F> {
     /// [`Roster::resolve`]: the live session it names, messageable or not; else, for a
     /// session id that no live process runs, its leftover record. The refusals are
     /// [`Roster::resolve`]'s, for text that names no record or more than one session.
-    pub fn shown(&self, given: &str) -> Result<Session, Error> {
+    pub fn shown(&self, given: &str) -> Result<Entry, Error> {
         if let Some(session) = self.named(given)? {
             return Ok(session.clone().into());
         }
@@ -192,13 +192,13 @@ impl<P: ProcessTable, F: RegistryFs> Roster<'_, P, F> {
 
     /// Every entry of the registry: the scan's own, or one full scan taken when first
     /// needed; `None` when that scan failed.
-    fn all(&self) -> Option<&[Session]> {
+    fn all(&self) -> Option<&[Entry]> {
         self.all
             .get_or_init(|| {
                 self.discovery
                     .scan(&self.home, Scope::All)
                     .ok()
-                    .map(|scan| scan.sessions)
+                    .map(|scan| scan.entries)
             })
             .as_deref()
     }

@@ -25,18 +25,20 @@
 
 mod cancel;
 mod channel;
-mod claude;
 mod decider;
 mod error;
+mod headless;
 mod mailbox;
 mod name;
-mod sender;
+mod relay;
 mod stream;
 mod witness;
 
 pub use cancel::Cancel;
-pub use claude::{Batch, Capabilities, ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};
 pub use error::Error;
-pub use mailbox::{Event, Job, Mailbox, MailboxHandle, Open, Receipt, Reply, Wait, Waiting, Waker};
+pub use headless::{DEFAULT_SENDER_NAME, Idle, default_sender_home};
+pub use mailbox::{
+    Job, Mailbox, MailboxEvent, MailboxHandle, MailboxReceipt, Open, Reply, Wait, Waiting, Waker,
+};
 pub use name::{MAX_SENDER_NAME_BYTES, check_sender_name};
-pub use sender::{DEFAULT_SENDER_NAME, Idle, default_sender_home};
+pub use relay::{Batch, Capabilities, ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};

@@ -327,7 +327,7 @@ impl<P: ProcessTable, F: RegistryFs, N: Notifier> Watcher<P, F, N> {
         let scan = self.discovery.live(&self.home)?;
         self.warnings = scan.warnings;
         let fresh: BTreeMap<Pid, LiveSession> = scan
-            .sessions
+            .entries
             .into_iter()
             .map(|session| (session.pid, session))
             .collect();

@@ -104,7 +104,7 @@ fn main() {
         Discovery::os()
             .scan(&registry.home, Scope::Live)
             .unwrap()
-            .sessions
+            .entries
             .len()
     };
     let runtime = tokio::runtime::Builder::new_current_thread()

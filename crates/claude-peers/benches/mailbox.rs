@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use claude_peer_deliver::{Courier, Outcome, deliver};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_sender::{ClaudeRelay, Event, Idle, Mailbox};
+use claude_peer_sender::{ClaudeRelay, Idle, Mailbox, MailboxEvent};
 
 use receiver::{Receiver, claude};
 
@@ -46,7 +46,7 @@ fn rss_mib(pid: u32) -> f64 {
 fn await_read(mailbox: &mut Mailbox, msg_id: &str) {
     loop {
         match mailbox.next_event(Duration::from_secs(30)) {
-            Some(Event::Receipt(r))
+            Some(MailboxEvent::Receipt(r))
                 if r.outcome == Outcome::Read && r.msg_ids.iter().any(|id| id == msg_id) =>
             {
                 return;
@@ -141,7 +141,7 @@ fn main() {
     }
     let loaded_rss = rss_mib(mailbox.pid());
     let closed = mailbox.close();
-    assert!(matches!(closed.last(), Some(Event::Closed { .. })));
+    assert!(matches!(closed.last(), Some(MailboxEvent::Closed { .. })));
 
     let [running, read, sent_only, whole] =
         [&mut running, &mut read, &mut sent_only, &mut whole].map(|t| median(t));

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use claude_peer_registry::{Activity, Record};
-use claude_peer_resolve::Session;
+use claude_peer_resolve::Entry;
 use claude_peer_transcript::Summary;
 
 /// Terminal styling: only on a terminal, and never with `NO_COLOR`.
@@ -271,7 +271,7 @@ pub(crate) fn status_text(record: Option<&Record>, now_ms: u64) -> String {
 /// One session in full, field by field, as `show` and `top`'s details print it: the
 /// fields it has, in a fixed order.
 pub(crate) fn session_fields(
-    session: &Session,
+    session: &Entry,
     transcript: Option<&Summary>,
     now: u64,
 ) -> Vec<(&'static str, String)> {

@@ -12,7 +12,7 @@ use std::thread;
 use std::time::Duration;
 
 use crate::child::ChildGroup;
-use crate::{Confirmation, Relay, RelayFailure, Target};
+use crate::{Confirmation, Recipient, Relay, RelayFailure};
 use run::watch;
 
 /// How long a relay program may take before it is killed: 60 s.
@@ -104,7 +104,7 @@ impl CommandRelay {
         self
     }
 
-    fn spawn(&self, target: &Target) -> io::Result<Child> {
+    fn spawn(&self, target: &Recipient) -> io::Result<Child> {
         let mut command = Command::new(&self.program);
         command
             .args(&self.args)
@@ -138,7 +138,7 @@ impl CommandRelay {
 }
 
 impl Relay for CommandRelay {
-    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
+    fn send(&self, target: &Recipient, message: &str) -> Result<Confirmation, RelayFailure> {
         let name = self.name();
         let child = self
             .spawn(target)

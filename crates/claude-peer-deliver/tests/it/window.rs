@@ -1,7 +1,7 @@
 //! The window between deciding and sending: what changes there stops the hand-over, and
 //! the relay is then never started.
 
-use claude_peer_deliver::{Inbound, Target};
+use claude_peer_deliver::{Inbound, Recipient};
 use claude_peer_testkit::process::proc_start;
 use serde_json::json;
 
@@ -18,10 +18,10 @@ fn prepare_shows_the_target_and_policy_without_relaying_anything() {
     let prepared = courier.prepare(world.home(), &live.id, "hello").unwrap();
 
     assert_eq!(prepared.inbound(), Inbound::Automatic);
-    let target = prepared.target();
+    let target = prepared.recipient();
     assert_eq!(
         target,
-        Target {
+        Recipient {
             name: Some(live.name.clone()),
             session_id: live.id.clone(),
             pid: prepared.session().pid,

@@ -3,7 +3,7 @@ use std::fs;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 
-use claude_peer_deliver::Target;
+use claude_peer_deliver::Recipient;
 use claude_peer_guard::protocol::{PRE_TOOL_USE, Token, USER_PROMPT_SUBMIT};
 use claude_peer_guard::{Call, Plan, canary_blocked, read_refusal, run_with};
 use claude_peer_registry::{ClaudeHome, Pid};
@@ -42,7 +42,7 @@ struct Live {
     _root: tempfile::TempDir,
     _children: Children,
     _socket: UnixListener,
-    target: Target,
+    target: Recipient,
 }
 
 fn live() -> Live {
@@ -59,7 +59,7 @@ fn live() -> Live {
     let session = Discovery::os()
         .resolve_live_session(&home, &format!("75c834bc-f549-4085-a152-{pid:012x}"))
         .unwrap();
-    let target = Target {
+    let target = Recipient {
         name: session.record.name.clone(),
         session_id: session.record.session_id.clone(),
         pid: session.pid,
@@ -164,7 +164,7 @@ fn the_canary_is_blocked_and_noted_whatever_it_carries() {
 fn a_planned_call_to_a_session_that_ended_is_refused_and_the_refusal_noted() {
     let plans = tempfile::tempdir().unwrap();
     let gone = Plan {
-        target: Target {
+        target: Recipient {
             name: None,
             session_id: "s-1".to_owned(),
             pid: Pid::new(Pid::MAX).unwrap(),

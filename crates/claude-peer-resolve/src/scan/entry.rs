@@ -15,7 +15,7 @@ use claude_peer_registry::{
 };
 
 use super::read::{At, Unread, not_regular};
-use crate::{Addressability, Discovery, Entries, Scope, Session, Unaddressable};
+use crate::{Addressability, Discovery, Entries, Entry, Scope, Unaddressable};
 
 impl<P: ProcessTable, F: RegistryFs> Entries<'_, P, F> {
     /// A listed record's entry, its pid having answered `signal`, judged in this scan's
@@ -26,7 +26,7 @@ impl<P: ProcessTable, F: RegistryFs> Entries<'_, P, F> {
         kind: FileKind,
         signal: Signal,
         status: DirStatus,
-    ) -> Option<Session> {
+    ) -> Option<Entry> {
         let at = At {
             dir: &self.dir,
             handle: self.handle.as_ref(),
@@ -52,7 +52,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         dir: &DirStatus,
         reader: &Reader,
         scope: Scope,
-    ) -> Option<Session> {
+    ) -> Option<Entry> {
         let live_only = scope == Scope::Live;
         if skipped(scope, listed_kind, signal) {
             return None;
@@ -93,7 +93,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             Ok(read) => read,
             Err(unread) => {
                 let verdict = judge_unread(&unread, &file, &facts, domain)?;
-                return (!live_only).then(|| Session::unlisted(file, Some(pid), None, verdict));
+                return (!live_only).then(|| Entry::unlisted(file, Some(pid), None, verdict));
             }
         };
         let (contents, record) = match &parsed {
@@ -117,7 +117,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             }
             _ => Addressability::NotAddressable(Unaddressable::NotLive(verdict.liveness)),
         };
-        Some(Session {
+        Some(Entry {
             file,
             pid: Some(pid),
             record: parsed.ok(),
@@ -170,7 +170,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     }
 }
 
-impl Session {
+impl Entry {
     /// An entry that is not live, so not addressable either.
     fn unlisted(file: PathBuf, pid: Option<Pid>, record: Option<Record>, verdict: Verdict) -> Self {
         let addressability =
@@ -186,8 +186,8 @@ impl Session {
 }
 
 /// An entry rejected before its contents were read: by its name or its kind.
-pub(super) fn invalid(file: PathBuf, pid: Option<Pid>, rejection: &Rejection) -> Session {
-    Session::unlisted(file, pid, None, invalid_verdict(rejection))
+pub(super) fn invalid(file: PathBuf, pid: Option<Pid>, rejection: &Rejection) -> Entry {
+    Entry::unlisted(file, pid, None, invalid_verdict(rejection))
 }
 
 /// The verdict on a file that gave no bytes to parse; `None` when it is missing (removed

@@ -45,9 +45,9 @@ pub enum Scope {
     All,
 }
 
-/// One registry entry and what was found about it.
+/// One registry entry, live or not, and what was found about it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Session {
+pub struct Entry {
     /// The entry's path.
     pub file: PathBuf,
     /// The pid from the file name, when the name is a record name.
@@ -60,7 +60,7 @@ pub struct Session {
     pub addressability: Addressability,
 }
 
-impl Session {
+impl Entry {
     /// True for a live session.
     #[must_use]
     pub fn is_live(&self) -> bool {
@@ -133,15 +133,15 @@ impl fmt::Display for Warning {
 
 /// The result of a scan: entries sorted by pid, and warnings about the directory.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Scan<S = Session> {
+pub struct Scan<S = Entry> {
     /// Entries sorted by pid; rejected names (no pid) last, by name.
-    pub sessions: Vec<S>,
+    pub entries: Vec<S>,
     /// What is wrong with the registry directory itself.
     pub warnings: Vec<Warning>,
 }
 
 /// A scan in progress: each registry entry judged as the iterator reaches it, in
-/// [`Scan::sessions`] order (records by pid, then rejected names by name). Made by
+/// [`Scan::entries`] order (records by pid, then rejected names by name). Made by
 /// [`Discovery::entries`].
 pub struct Entries<'d, P, F: RegistryFs> {
     discovery: &'d Discovery<P, F>,
@@ -161,7 +161,7 @@ pub struct Entries<'d, P, F: RegistryFs> {
     /// Records judged ahead on several threads, in order, each with its entry; a slot
     /// stays empty where the record turned out to be no entry (removed since it was
     /// listed, or not live).
-    judged: std::vec::IntoIter<((Pid, FileKind, Signal), OnceLock<Session>)>,
+    judged: std::vec::IntoIter<((Pid, FileKind, Signal), OnceLock<Entry>)>,
     /// The cores to judge on, learned when first needed.
     cores: Option<usize>,
     rejected: std::vec::IntoIter<(OsString, Rejection)>,
@@ -186,9 +186,9 @@ impl<P, F: RegistryFs> Entries<'_, P, F> {
 }
 
 impl<P: ProcessTable, F: RegistryFs> Iterator for Entries<'_, P, F> {
-    type Item = Session;
+    type Item = Entry;
 
-    fn next(&mut self) -> Option<Session> {
+    fn next(&mut self) -> Option<Entry> {
         let status = self.status?;
         loop {
             if let Some(session) = self.judged.find_map(|(_, slot)| slot.into_inner()) {
@@ -274,13 +274,13 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
         let mut entries = self.entries(home, scope)?;
         let warnings = std::mem::take(&mut entries.warnings);
         Ok(Scan {
-            sessions: entries.collect(),
+            entries: entries.collect(),
             warnings,
         })
     }
 
     /// Reads the registry afresh and judges its entries as the iterator is advanced, in
-    /// the order of [`Scan::sessions`]: memory stays flat however many records the
+    /// the order of [`Scan::entries`]: memory stays flat however many records the
     /// registry holds (only the names are kept, a few bytes each, to sort them, and at
     /// most 1,024 entries judged ahead). Many live records are judged together across
     /// the cores; a few, one per `next()`. Each entry is judged exactly as
@@ -328,12 +328,7 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
     /// The one entry `<pid>.json` judged afresh, exactly as a scan would judge it;
     /// `None` when there is no such file (or the registry does not exist), or when
     /// `scope` is live-only and it is not live.
-    pub fn entry(
-        &self,
-        home: &ClaudeHome,
-        pid: Pid,
-        scope: Scope,
-    ) -> Result<Option<Session>, Error> {
+    pub fn entry(&self, home: &ClaudeHome, pid: Pid, scope: Scope) -> Result<Option<Entry>, Error> {
         let dir = home.sessions_dir();
         let status = self.fs.dir_status(&dir).map_err(|source| Error::Registry {
             path: dir.clone(),

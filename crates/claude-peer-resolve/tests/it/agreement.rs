@@ -39,7 +39,7 @@ fn the_live_set_equals_what_claude_agents_listed_for_every_real_fixture() {
             .live(&fake::home())
             .unwrap();
         let ours: Vec<Value> = scan
-            .sessions
+            .entries
             .iter()
             .map(|s| {
                 let r = &s.record;

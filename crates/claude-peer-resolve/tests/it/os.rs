@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_registry::{ClaudeHome, Liveness};
-use claude_peer_resolve::{Discovery, RefusalKind, Scope, Session, Warning};
+use claude_peer_resolve::{Discovery, Entry, RefusalKind, Scope, Warning};
 use claude_peer_testkit::home::TempHome;
 use claude_peer_testkit::process::{ParkedThread, Sleeper, Zombie, proc_start, reaped_pid};
 
@@ -40,7 +40,7 @@ fn verdicts(home: &TempHome) -> Vec<(String, Liveness, String)> {
     Discovery::os()
         .scan(home.claude(), Scope::All)
         .unwrap()
-        .sessions
+        .entries
         .into_iter()
         .map(|s| {
             let name = s.file.file_name().unwrap().to_string_lossy().into_owned();
@@ -65,7 +65,7 @@ fn live_pids(home: &TempHome) -> Vec<u32> {
     Discovery::os()
         .live(home.claude())
         .unwrap()
-        .sessions
+        .entries
         .iter()
         .map(|s| s.pid.get())
         .collect()
@@ -78,11 +78,11 @@ fn a_live_child_with_its_start_token_and_socket_is_live_and_addressable() {
     let socket = home.socket(child.pid()).unwrap();
     record(&home, child.pid(), "live-session", None, Some(&socket));
     let scan = Discovery::os().scan(home.claude(), Scope::Live).unwrap();
-    assert_eq!(scan.sessions.len(), 1);
+    assert_eq!(scan.entries.len(), 1);
     assert!(
-        scan.sessions[0].addressability.is_addressable(),
+        scan.entries[0].addressability.is_addressable(),
         "{:?}",
-        scan.sessions[0].addressability
+        scan.entries[0].addressability
     );
     assert!(scan.warnings.is_empty(), "{:?}", scan.warnings);
     let resolved = Discovery::os()
@@ -253,7 +253,7 @@ fn a_missing_registry_is_an_empty_scan_and_a_loose_one_is_warned_about() {
     let dir = tempfile::tempdir().unwrap();
     let missing = ClaudeHome::new(dir.path().join("nowhere"));
     let scan = Discovery::os().scan(&missing, Scope::All).unwrap();
-    assert!(scan.sessions.is_empty() && scan.warnings.is_empty());
+    assert!(scan.entries.is_empty() && scan.warnings.is_empty());
 
     let home = TempHome::new().unwrap();
     fs::set_permissions(home.sessions(), fs::Permissions::from_mode(0o777)).unwrap();
@@ -299,7 +299,7 @@ fn keys_heartbeats_and_temporary_files_are_never_listed() {
 fn assert_each_agrees_judged_alone(
     discovery: &Discovery<OsProcessTable, OsRegistryFs>,
     home: &ClaudeHome,
-    sessions: &[Session],
+    sessions: &[Entry],
     scope: Scope,
 ) {
     for session in sessions {
@@ -360,7 +360,7 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
     let scan = discovery.scan(home.claude(), Scope::All).unwrap();
     let verdict = |pid: u32| {
         let session = scan
-            .sessions
+            .entries
             .iter()
             .find(|s| s.pid.unwrap().get() == pid)
             .unwrap();
@@ -377,13 +377,13 @@ fn a_registry_big_enough_for_a_census_is_judged_exactly_as_signalling_each_pid()
     assert_eq!(thread_is, Liveness::Recycled, "{why}");
     assert!(why.contains("thread"), "{why}");
     assert_eq!(verdict(reaped).0, Liveness::Gone);
-    assert_each_agrees_judged_alone(&discovery, home.claude(), &scan.sessions, Scope::All);
+    assert_each_agrees_judged_alone(&discovery, home.claude(), &scan.entries, Scope::All);
     // A live-only scan counts processes only: the thread's record is left out as the
     // full scan's `recycled` verdict says it must be, and nothing else changes.
     let live_only = discovery.scan(home.claude(), Scope::Live).unwrap();
-    let live_part: Vec<_> = scan.sessions.iter().filter(|s| s.is_live()).collect();
-    assert_eq!(live_only.sessions.iter().collect::<Vec<_>>(), live_part);
-    assert_eq!(live_only.sessions.len(), 1);
+    let live_part: Vec<_> = scan.entries.iter().filter(|s| s.is_live()).collect();
+    assert_eq!(live_only.entries.iter().collect::<Vec<_>>(), live_part);
+    assert_eq!(live_only.entries.len(), 1);
     drop(thread);
     drop(zombie);
 }
@@ -400,13 +400,13 @@ fn hundreds_of_live_sessions_among_leftovers_are_judged_across_threads_as_each_a
     let live = discovery.scan(&registry.home, Scope::Live).unwrap();
     let mut pids = children.pids();
     pids.sort_unstable();
-    let listed: Vec<u32> = live.sessions.iter().map(|s| s.pid.unwrap().get()).collect();
+    let listed: Vec<u32> = live.entries.iter().map(|s| s.pid.unwrap().get()).collect();
     assert_eq!(listed, pids, "every live child, in pid order");
-    assert_each_agrees_judged_alone(&discovery, &registry.home, &live.sessions, Scope::Live);
+    assert_each_agrees_judged_alone(&discovery, &registry.home, &live.entries, Scope::Live);
     let full = discovery.scan(&registry.home, Scope::All).unwrap();
-    assert_eq!(full.sessions.len(), 1500);
-    let live_part: Vec<Session> = full.sessions.into_iter().filter(Session::is_live).collect();
-    assert_eq!(live.sessions, live_part);
+    assert_eq!(full.entries.len(), 1500);
+    let live_part: Vec<Entry> = full.entries.into_iter().filter(Entry::is_live).collect();
+    assert_eq!(live.entries, live_part);
 }
 
 #[test]

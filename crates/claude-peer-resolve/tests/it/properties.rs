@@ -11,7 +11,7 @@ use claude_peer_registry::{
     Contents, EntryName, Liveness, Pid, ProcessFacts, Record, Rejection, Signal,
     classify_entry_name, judge,
 };
-use claude_peer_resolve::{Discovery, LiveSession, Rereads, Scope, Session};
+use claude_peer_resolve::{Discovery, Entry, LiveSession, Rereads, Scope};
 use claude_peer_testkit::fake::{self, FakeFile, FakeProcessTable, FakeRegistryFs, UID};
 use claude_peer_testkit::strategy;
 use proptest::collection::vec;
@@ -240,13 +240,13 @@ proptest! {
             .collect();
         expected_by_name.sort();
         let mut got: Vec<(OsString, Liveness)> = scan
-            .sessions
+            .entries
             .iter()
             .map(|s| (s.file.file_name().unwrap().to_owned(), s.verdict.liveness))
             .collect();
         got.sort();
         prop_assert_eq!(got, expected_by_name);
-        let pids: Vec<_> = scan.sessions.iter().map(|s| s.pid).collect();
+        let pids: Vec<_> = scan.entries.iter().map(|s| s.pid).collect();
         let mut sorted = pids.clone();
         sorted.sort_by_key(|p| (p.is_none(), *p));
         prop_assert_eq!(pids, sorted, "sorted by pid, nameless last");
@@ -260,8 +260,8 @@ proptest! {
         let full = build(&entries, &table).scan(&fake::home(), Scope::All).unwrap();
         let discovery = build(&entries, &table);
         let live = discovery.scan(&fake::home(), Scope::Live).unwrap();
-        let filtered: Vec<_> = full.sessions.into_iter().filter(claude_peer_resolve::Session::is_live).collect();
-        prop_assert_eq!(&live.sessions, &filtered);
+        let filtered: Vec<_> = full.entries.into_iter().filter(claude_peer_resolve::Entry::is_live).collect();
+        prop_assert_eq!(&live.entries, &filtered);
         for read in discovery.fs().reads() {
             let EntryName::Record(pid) = classify_entry_name(&read) else { panic!("read a non-record {read:?}") };
             let signal = table.get(&pid.get()).map_or(Signal::NoSuchProcess, |f| f.signal);
@@ -274,13 +274,13 @@ proptest! {
         table in table(),
     ) {
         let full = build(&entries, &table).scan(&fake::home(), Scope::All).unwrap();
-        let live: Vec<Session> = full.sessions.iter().filter(|s| s.is_live()).cloned().collect();
-        for session in full.sessions {
+        let live: Vec<Entry> = full.entries.iter().filter(|s| s.is_live()).cloned().collect();
+        for session in full.entries {
             let was_live = session.is_live();
             match LiveSession::try_from(session.clone()) {
                 Ok(converted) => {
                     prop_assert!(was_live, "{:?}", session);
-                    prop_assert_eq!(Session::from(converted), session);
+                    prop_assert_eq!(Entry::from(converted), session);
                 }
                 Err(back) => {
                     prop_assert!(!was_live, "{:?}", session);
@@ -288,8 +288,8 @@ proptest! {
                 }
             }
         }
-        let listed: Vec<Session> =
-            build(&entries, &table).live(&fake::home()).unwrap().sessions.into_iter().map(Session::from).collect();
+        let listed: Vec<Entry> =
+            build(&entries, &table).live(&fake::home()).unwrap().entries.into_iter().map(Entry::from).collect();
         prop_assert_eq!(listed, live);
     }
 
@@ -303,7 +303,7 @@ proptest! {
         let stream = discovery.entries(&fake::home(), Scope::All).unwrap();
         prop_assert_eq!(stream.warnings(), &scan.warnings[..]);
         prop_assert!(discovery.fs().reads().is_empty(), "nothing is read before it is asked for");
-        let mut streamed: Vec<claude_peer_resolve::Session> = Vec::new();
+        let mut streamed: Vec<claude_peer_resolve::Entry> = Vec::new();
         for session in stream {
             streamed.push(session);
             for read in discovery.fs().reads() {
@@ -313,7 +313,7 @@ proptest! {
                 );
             }
         }
-        prop_assert_eq!(streamed, scan.sessions);
+        prop_assert_eq!(streamed, scan.entries);
     }
 }
 
@@ -330,15 +330,15 @@ proptest! {
             .filter_map(|e| expected(e, &table).map(|l| (OsString::from(&e.name), l)))
             .collect();
         let got: Vec<(OsString, Liveness)> = full
-            .sessions
+            .entries
             .iter()
             .map(|s| (s.file.file_name().unwrap().to_owned(), s.verdict.liveness))
             .collect();
         // Generated in pid order, so the scan's order is the generated one.
         prop_assert_eq!(got, expected);
         let live = build(&entries, &table).scan(&fake::home(), Scope::Live).unwrap();
-        let filtered: Vec<_> = full.sessions.into_iter().filter(Session::is_live).collect();
-        prop_assert_eq!(live.sessions, filtered);
+        let filtered: Vec<_> = full.entries.into_iter().filter(Entry::is_live).collect();
+        prop_assert_eq!(live.entries, filtered);
     }
 }
 
@@ -380,7 +380,7 @@ fn scan_torn(
         Duration::from_micros(7),
     ));
     let scan = discovery.scan(&fake::home(), Scope::All).unwrap();
-    let verdict = scan.sessions.first().map(|s| s.verdict.clone());
+    let verdict = scan.entries.first().map(|s| s.verdict.clone());
     (
         verdict.as_ref().map(|v| v.liveness),
         verdict.and_then(|v| v.reason),

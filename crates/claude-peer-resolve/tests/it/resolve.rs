@@ -186,7 +186,7 @@ fn a_live_session_that_cannot_be_messaged_is_not_addressable_with_the_reason() {
         assert_eq!(kind, RefusalKind::NotAddressable, "{expected}");
         assert!(message.contains(expected), "{expected}: {message}");
         // The reason is typed: a stable name, and the words the refusal quotes.
-        let live = discovery.live(&fake::home()).unwrap().sessions;
+        let live = discovery.live(&fake::home()).unwrap().entries;
         let Addressability::NotAddressable(why) = &live[0].addressability else {
             panic!("{expected}: addressable");
         };

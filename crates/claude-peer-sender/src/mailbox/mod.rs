@@ -22,13 +22,13 @@ use claude_peer_registry::ClaudeHome;
 
 use crate::Error;
 use crate::channel::{Heard, Line};
-use crate::claude::{TurnEnd, await_result, await_sent};
 use crate::decider::Waits;
-use crate::sender::{Idle, Sender};
+use crate::headless::{HeadlessClaude, Idle};
+use crate::relay::{TurnEnd, await_result, await_sent};
 use crate::stream::Queued;
 use crate::witness::Witness;
 use claude_peer_deliver::{
-    Basis, Confirmation, Courier, Delivered, Outcome, Relay, RelayFailure, Target,
+    Basis, Confirmation, Courier, Delivered, Outcome, Recipient, Relay, RelayFailure,
 };
 pub use service::{Job, MailboxHandle, Open, Reply, Wait, Waiting};
 use tracker::Tracker;
@@ -41,7 +41,7 @@ const MAX_FOLLOWED: usize = 64;
 
 /// What a receiver did with messages sent from a mailbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Receipt {
+pub struct MailboxReceipt {
     /// What it did.
     pub outcome: Outcome,
     /// How that is known: its transcript (`queued`, `read`, `held`, one message each),
@@ -59,10 +59,10 @@ pub struct Receipt {
 
 /// Something that happened to a mailbox after a send returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub enum MailboxEvent {
     /// A receiver's decision about messages sent earlier. `accepted` means no notice
     /// came within the receipt window after the last send to that receiver.
-    Receipt(Receipt),
+    Receipt(MailboxReceipt),
     /// A message to the mailbox's address: a reply, or anything another session sent.
     Message {
         /// The sender's address, `uds:<socket path>`; send to it to answer.
@@ -115,7 +115,7 @@ impl Waker {
 /// ```no_run
 /// use std::time::Duration;
 /// use claude_peer_registry::ClaudeHome;
-/// use claude_peer_sender::{ClaudeRelay, Event, Idle, Mailbox};
+/// use claude_peer_sender::{ClaudeRelay, Idle, Mailbox, MailboxEvent};
 ///
 /// let home = ClaudeHome::new("/home/ada/.claude");
 /// let relay = ClaudeRelay::new("/usr/local/bin/claude", vec!["/usr/local/bin/claude-peers".into(), "hook".into()]);
@@ -124,8 +124,8 @@ impl Waker {
 /// println!("sent {:?}", sent.msg_id);
 /// while let Some(event) = mailbox.next_event(Duration::from_secs(600)) {
 ///     match event {
-///         Event::Message { text, .. } => println!("reply: {text}"),
-///         Event::Receipt(receipt) => println!("{:?} {:?}", receipt.outcome, receipt.msg_ids),
+///         MailboxEvent::Message { text, .. } => println!("reply: {text}"),
+///         MailboxEvent::Receipt(receipt) => println!("{:?} {:?}", receipt.outcome, receipt.msg_ids),
 ///         _ => {}
 ///     }
 /// }
@@ -138,10 +138,10 @@ impl Waker {
 pub struct Mailbox<P = OsProcessTable, F = OsRegistryFs> {
     courier: Courier<P, F>,
     home: ClaudeHome,
-    sender: Sender,
+    sender: HeadlessClaude,
     timeout: Duration,
     tracker: Tracker,
-    ready: VecDeque<Event>,
+    ready: VecDeque<MailboxEvent>,
     /// The transcripts of the sessions sent to last (at most [`MAX_FOLLOWED`]), each
     /// followed from the first send to it; least recently sent to first.
     witnesses: Vec<(String, Witness)>,
@@ -169,7 +169,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         home: ClaudeHome,
         relay: &ClaudeRelay,
     ) -> Result<Self, Error> {
-        let sender = Sender::start(&relay.options)?;
+        let sender = HeadlessClaude::start(&relay.options)?;
         Ok(Self {
             courier,
             home,
@@ -195,9 +195,9 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
 
     /// Sends `message` to the live session `session_id`, with every check of a one-shot
     /// send, and returns once Claude Code has sent it (its `msg_id` in the result); what
-    /// the receiver does with it comes later as [`Event::Receipt`]. With
+    /// the receiver does with it comes later as [`MailboxEvent::Receipt`]. With
     /// [`Idle::Notify`], the mailbox also subscribes to the receiver's next idle moment
-    /// ([`Event::Idle`]).
+    /// ([`MailboxEvent::Idle`]).
     pub fn send(
         &mut self,
         session_id: &str,
@@ -210,7 +210,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
     /// Sends as [`Mailbox::send`] does, then waits for the receiver's word as a one-shot
     /// send does (the receipt window, and again for `read` once it is queued), hearing
     /// every other event meanwhile: the receipt decided is in [`Delivered::receipt`] (none
-    /// when the sender ended first). Its events still come as [`Event::Receipt`]s.
+    /// when the sender ended first). Its events still come as [`MailboxEvent::Receipt`]s.
     pub fn send_for_receipt(
         &mut self,
         session_id: &str,
@@ -252,7 +252,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         // or the timeout killed it), not by `next_event`: the mailbox is closed here.
         if delivered.is_err() && !self.closed && self.sender.ended() {
             self.closed = true;
-            self.ready.push_back(Event::Closed {
+            self.ready.push_back(MailboxEvent::Closed {
                 unknown: self.tracker.unknown(),
                 reason: Some(format!(
                     "the sender ended during a send{}",
@@ -275,7 +275,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         while !self.closed && !self.tracker.awaited_is_decided() {
             let now = Instant::now();
             self.ready
-                .extend(self.tracker.due(now).into_iter().map(Event::Receipt));
+                .extend(self.tracker.due(now).into_iter().map(MailboxEvent::Receipt));
             let Some(until) = self.tracker.next_due() else {
                 break;
             };
@@ -321,9 +321,9 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
     }
 
     /// The next event, waiting up to `timeout`; `None` when none came (or a [`Waker`]
-    /// woke the wait). After [`Event::Closed`], always `None`. A sender that ends during
-    /// a send fails that send, and [`Event::Closed`] follows.
-    pub fn next_event(&mut self, timeout: Duration) -> Option<Event> {
+    /// woke the wait). After [`MailboxEvent::Closed`], always `None`. A sender that ends during
+    /// a send fails that send, and [`MailboxEvent::Closed`] follows.
+    pub fn next_event(&mut self, timeout: Duration) -> Option<MailboxEvent> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(event) = self.ready.pop_front() {
@@ -334,7 +334,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
             }
             let now = Instant::now();
             self.ready
-                .extend(self.tracker.due(now).into_iter().map(Event::Receipt));
+                .extend(self.tracker.due(now).into_iter().map(MailboxEvent::Receipt));
             if !self.ready.is_empty() {
                 continue;
             }
@@ -361,9 +361,9 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
 
     /// Closes the mailbox: waits out the receipt windows of recent sends, closes the
     /// sender's stdin (a clean exit removes its record and socket), and returns every
-    /// event still to come, [`Event::Closed`] last.
-    pub fn close(mut self) -> Vec<Event> {
-        let mut events: Vec<Event> = self.ready.drain(..).collect();
+    /// event still to come, [`MailboxEvent::Closed`] last.
+    pub fn close(mut self) -> Vec<MailboxEvent> {
+        let mut events: Vec<MailboxEvent> = self.ready.drain(..).collect();
         while !self.closed {
             let Some(due) = self.tracker.next_due() else {
                 break;
@@ -383,7 +383,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
                 self.observe(line);
             }
             self.closed = true;
-            self.ready.push_back(Event::Closed {
+            self.ready.push_back(MailboxEvent::Closed {
                 unknown: self.tracker.unknown(),
                 reason: None,
             });
@@ -397,7 +397,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
             Line::Closed => {
                 let status = self.sender.wait_exit(Duration::from_secs(1));
                 self.closed = true;
-                self.ready.push_back(Event::Closed {
+                self.ready.push_back(MailboxEvent::Closed {
                     unknown: self.tracker.unknown(),
                     reason: Some(format!(
                         "the sender ended ({status}){}",
@@ -413,7 +413,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
                         &fact,
                         us.as_deref().unwrap_or_default(),
                     );
-                    self.ready.extend(receipt.map(Event::Receipt));
+                    self.ready.extend(receipt.map(MailboxEvent::Receipt));
                 }
                 // Followed afresh at the next send to it; meanwhile notices and silence.
                 Heard::Lost(_) => self.witnesses.retain(|(id, _)| *id != session_id),
@@ -437,7 +437,7 @@ fn session_at<P: ProcessTable, F: RegistryFs>(
 ) -> Option<String> {
     let path = address.strip_prefix("uds:").unwrap_or(address);
     let scan = courier.discovery().live(home).ok()?;
-    scan.sessions.into_iter().find_map(|session| {
+    scan.entries.into_iter().find_map(|session| {
         let record = session.record;
         (record.messaging_socket_path.as_deref().map(Path::new) == Some(Path::new(path)))
             .then_some(record.session_id)
@@ -446,11 +446,11 @@ fn session_at<P: ProcessTable, F: RegistryFs>(
 
 /// Turns one stream line into events (receipts, messages, idle notices). Our own send
 /// prompts merged into a blocked prompt are asked again by whoever holds the sender
-/// ([`crate::claude::await_result`], [`Mailbox::next_event`]), not here.
+/// ([`crate::relay::await_result`], [`Mailbox::next_event`]), not here.
 fn observe(
     line: Line,
     tracker: &mut Tracker,
-    ready: &mut VecDeque<Event>,
+    ready: &mut VecDeque<MailboxEvent>,
     session_at: impl Fn(&str) -> Option<String>,
 ) {
     match line {
@@ -467,7 +467,7 @@ fn observe(
                     } => ready.extend(
                         tracker
                             .notice(outcome, &recipient, &msg_ids)
-                            .map(Event::Receipt),
+                            .map(MailboxEvent::Receipt),
                     ),
                     Queued::Message {
                         from,
@@ -475,7 +475,7 @@ fn observe(
                         text,
                     } => {
                         let session_id = session_at(&from);
-                        ready.push_back(Event::Message {
+                        ready.push_back(MailboxEvent::Message {
                             from,
                             from_name,
                             session_id,
@@ -484,12 +484,12 @@ fn observe(
                     }
                     Queued::Idle { recipient } => {
                         let session_id = session_at(&recipient);
-                        ready.push_back(Event::Idle {
+                        ready.push_back(MailboxEvent::Idle {
                             recipient,
                             session_id,
                         });
                     }
-                    Queued::Other(text) => ready.push_back(Event::Notice(text)),
+                    Queued::Other(text) => ready.push_back(MailboxEvent::Notice(text)),
                     Queued::Ours(_) => {}
                 }
             }
@@ -501,9 +501,9 @@ fn observe(
 /// The relay a mailbox hands to [`claude_peer_deliver::Prepared::hand_over`]: asks its running sender
 /// and waits for the tool result, turning every other line meanwhile into events.
 struct MailboxRelay<'a> {
-    sender: RefCell<&'a mut Sender>,
+    sender: RefCell<&'a mut HeadlessClaude>,
     tracker: RefCell<&'a mut Tracker>,
-    ready: RefCell<&'a mut VecDeque<Event>>,
+    ready: RefCell<&'a mut VecDeque<MailboxEvent>>,
     heard: RefCell<&'a mut Vec<Line>>,
     timeout: Duration,
     idle: Idle,
@@ -520,7 +520,7 @@ enum Until {
 }
 
 impl Relay for MailboxRelay<'_> {
-    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
+    fn send(&self, target: &Recipient, message: &str) -> Result<Confirmation, RelayFailure> {
         let deadline = Instant::now() + self.timeout;
         let mut sender = self.sender.borrow_mut();
         let mut tracker = self.tracker.borrow_mut();

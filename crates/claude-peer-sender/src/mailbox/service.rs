@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use claude_peer_deliver::Delivered;
 
-use super::{Event, Mailbox, Until, Waker};
+use super::{Mailbox, MailboxEvent, Until, Waker};
 use crate::{Error, Idle};
 
 /// How long the owner waits for an event when nothing else comes: any job wakes it.
@@ -109,17 +109,17 @@ pub enum Waiting {
     Send,
 }
 
-/// What reaches the mailbox's thread.
-enum Input {
+/// What is asked of the mailbox's thread: a job, or to close.
+enum Request {
     Job(Job),
-    /// The last input: every job queued before it has been taken.
+    /// The last request: every job queued before it has been taken.
     Close,
 }
 
 /// A mailbox served by a thread of its own; see [`MailboxHandle::spawn`].
 #[derive(Debug)]
 pub struct MailboxHandle {
-    inputs: mpsc::Sender<Input>,
+    requests: mpsc::Sender<Request>,
     /// The running sender's waker, updated by the thread when it starts another.
     waker: Arc<Mutex<Option<Waker>>>,
     closing: Arc<AtomicBool>,
@@ -134,11 +134,11 @@ impl MailboxHandle {
     pub fn spawn(
         opened: Option<Mailbox>,
         open: Option<Open>,
-        events: impl FnMut(Event) + Send + 'static,
+        events: impl FnMut(MailboxEvent) + Send + 'static,
     ) -> io::Result<Self> {
         let waker = Arc::new(Mutex::new(opened.as_ref().map(Mailbox::waker)));
         let closing = Arc::new(AtomicBool::new(false));
-        let (inputs, taken) = mpsc::channel();
+        let (requests, taken) = mpsc::channel();
         let owner = Owner {
             mailbox: opened,
             open,
@@ -150,7 +150,7 @@ impl MailboxHandle {
             .name("mailbox".to_owned())
             .spawn(move || owner.serve(&taken))?;
         Ok(Self {
-            inputs,
+            requests,
             waker,
             closing,
             thread: Mutex::new(Some(thread)),
@@ -160,7 +160,7 @@ impl MailboxHandle {
     /// Queues `job` after those before it; its reply comes through its callback (at
     /// once, [`Error::Ended`], when the mailbox's thread is gone).
     pub fn send(&self, job: Job) {
-        if let Err(mpsc::SendError(Input::Job(job))) = self.inputs.send(Input::Job(job)) {
+        if let Err(mpsc::SendError(Request::Job(job))) = self.requests.send(Request::Job(job)) {
             (job.reply)(Reply::Sent(Err(Error::Ended)));
             return;
         }
@@ -176,7 +176,7 @@ impl MailboxHandle {
             self.closing.store(true, Ordering::Release);
         }
         // Behind every job queued before it: with `Waiting::Send`, those are all taken.
-        let _ = self.inputs.send(Input::Close);
+        let _ = self.requests.send(Request::Close);
         self.wake();
         let thread = lock(&self.thread).take();
         if let Some(thread) = thread {
@@ -201,25 +201,25 @@ impl Drop for MailboxHandle {
 struct Owner {
     mailbox: Option<Mailbox>,
     open: Option<Open>,
-    events: Box<dyn FnMut(Event) + Send>,
+    events: Box<dyn FnMut(MailboxEvent) + Send>,
     waker: Arc<Mutex<Option<Waker>>>,
     closing: Arc<AtomicBool>,
 }
 
 impl Owner {
-    fn serve(mut self, inputs: &Receiver<Input>) {
+    fn serve(mut self, requests: &Receiver<Request>) {
         // Without a way to start another, the thread ends with its sender.
         let mut started = self.mailbox.is_some();
         loop {
             if self.closing.load(Ordering::Acquire) {
                 break;
             }
-            let input = match self.mailbox.as_mut() {
+            let request = match self.mailbox.as_mut() {
                 // No sender yet, or the last one ended: wait for a job to start one.
                 None if started && self.open.is_none() => break,
-                None => inputs.recv().ok(),
-                Some(mailbox) => match inputs.try_recv() {
-                    Ok(input) => Some(input),
+                None => requests.recv().ok(),
+                Some(mailbox) => match requests.try_recv() {
+                    Ok(request) => Some(request),
                     Err(TryRecvError::Disconnected) => None,
                     Err(TryRecvError::Empty) => {
                         if let Some(event) = mailbox.next_event(IDLE_WAIT) {
@@ -229,15 +229,15 @@ impl Owner {
                     }
                 },
             };
-            match input {
-                Some(Input::Job(job)) => {
+            match request {
+                Some(Request::Job(job)) => {
                     started = true;
                     self.take(job);
                 }
-                Some(Input::Close) | None => break,
+                Some(Request::Close) | None => break,
             }
         }
-        self.finish(inputs);
+        self.finish(requests);
     }
 
     /// Sends one job (starting a sender first when none runs), then tells what the
@@ -284,8 +284,8 @@ impl Owner {
     }
 
     /// Tells one event; at `Closed`, the sender is gone.
-    fn tell(&mut self, event: Event) {
-        if matches!(event, Event::Closed { .. }) {
+    fn tell(&mut self, event: MailboxEvent) {
+        if matches!(event, MailboxEvent::Closed { .. }) {
             self.mailbox = None;
             *lock(&self.waker) = None;
         }
@@ -293,10 +293,10 @@ impl Owner {
     }
 
     /// Answers the jobs still waiting and closes the sender, its last events told.
-    fn finish(mut self, inputs: &Receiver<Input>) {
+    fn finish(mut self, requests: &Receiver<Request>) {
         let ended = self.mailbox.is_none();
-        while let Ok(input) = inputs.try_recv() {
-            if let Input::Job(job) = input {
+        while let Ok(request) = requests.try_recv() {
+            if let Request::Job(job) = request {
                 let reply = if ended && !self.closing.load(Ordering::Acquire) {
                     Reply::Sent(Err(Error::Ended))
                 } else {

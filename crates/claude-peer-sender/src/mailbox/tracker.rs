@@ -7,7 +7,7 @@ use std::time::Instant;
 use claude_peer_deliver::{Basis, Outcome};
 use claude_peer_transcript::Fact;
 
-use super::Receipt;
+use super::MailboxReceipt;
 use crate::decider::{Decider, Seen, Waits, Word};
 
 /// A sent message whose receipt may still change.
@@ -94,7 +94,7 @@ impl Tracker {
         outcome: Outcome,
         recipient: &str,
         named: &[String],
-    ) -> Option<Receipt> {
+    ) -> Option<MailboxReceipt> {
         let count = self
             .counts
             .remove(&(recipient.to_owned(), outcome))
@@ -129,7 +129,7 @@ impl Tracker {
         });
         self.forget_settled();
         let count = msg_ids.len() + untold;
-        (count > 0).then(|| Receipt {
+        (count > 0).then(|| MailboxReceipt {
             outcome,
             basis: Basis::Notice,
             msg_ids,
@@ -146,7 +146,7 @@ impl Tracker {
         session_id: &str,
         fact: &Fact,
         from: &str,
-    ) -> Option<Receipt> {
+    ) -> Option<MailboxReceipt> {
         let seen = Seen::from(fact);
         let unshown = |entry: &Entry| {
             entry.session_id == session_id
@@ -172,7 +172,7 @@ impl Tracker {
         let recipient = entry.recipient.clone();
         let told = entry.decider.hear(Word::Transcript(seen), Instant::now());
         self.forget_settled();
-        told.map(|told| Receipt {
+        told.map(|told| MailboxReceipt {
             outcome: told.outcome,
             basis: told.basis,
             msg_ids: vec![msg_id],
@@ -183,10 +183,10 @@ impl Tracker {
 
     /// Decides what the time decides at `now`: the messages accepted on silence, one
     /// receipt a receiver, off the books from then on.
-    pub(super) fn due(&mut self, now: Instant) -> Vec<Receipt> {
+    pub(super) fn due(&mut self, now: Instant) -> Vec<MailboxReceipt> {
         let accepted =
             self.oldest_first(|_, entry| entry.decider.decide_by().is_some_and(|by| by <= now));
-        let mut receipts: Vec<Receipt> = Vec::new();
+        let mut receipts: Vec<MailboxReceipt> = Vec::new();
         for msg_id in accepted {
             let Some(entry) = self.sent.get_mut(&msg_id) else {
                 continue;
@@ -204,7 +204,7 @@ impl Tracker {
                     receipt.msg_ids.push(msg_id);
                     receipt.count += 1;
                 }
-                None => receipts.push(Receipt {
+                None => receipts.push(MailboxReceipt {
                     outcome: Outcome::Accepted,
                     basis: Basis::Silence,
                     msg_ids: vec![msg_id],

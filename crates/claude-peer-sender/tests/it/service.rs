@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use claude_peer_registry::ClaudeHome;
 use claude_peer_sender::{
-    ClaudeRelay, Error, Event, Job, Mailbox, MailboxHandle, Open, Reply, Waiting,
+    ClaudeRelay, Error, Job, Mailbox, MailboxEvent, MailboxHandle, Open, Reply, Waiting,
 };
 use tempfile::TempDir;
 
@@ -20,7 +20,7 @@ use tempfile::TempDir;
 #[derive(Debug)]
 enum Told {
     Reply(&'static str, Reply),
-    Event(Event),
+    Event(MailboxEvent),
 }
 
 struct Setup {
@@ -106,7 +106,7 @@ fn assert_refused(told: Told, name: &str) {
 
 fn assert_closed(told: Told, clean: bool) {
     match told {
-        Told::Event(Event::Closed { unknown, reason }) => {
+        Told::Event(MailboxEvent::Closed { unknown, reason }) => {
             assert!(unknown.is_empty(), "{unknown:?}");
             assert_eq!(reason.is_none(), clean, "{reason:?}");
         }

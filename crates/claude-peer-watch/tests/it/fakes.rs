@@ -69,7 +69,7 @@ fn fresh_scan(fakes: &Fakes) -> Vec<LiveSession> {
     Discovery::new(fakes.0.clone(), fakes.1.clone())
         .live(&fake::home())
         .unwrap()
-        .sessions
+        .entries
 }
 
 /// One thing happening to the registry or the process table, and what the OS says.

@@ -105,7 +105,7 @@ fn scanner(
         let scan = discovery.live(home).unwrap();
         let after = stable.lock().unwrap().clone();
         scans += 1;
-        let listed: BTreeSet<Key> = live_set(scan.sessions.iter()).into_iter().collect();
+        let listed: BTreeSet<Key> = live_set(scan.entries.iter()).into_iter().collect();
         for key in before.iter().filter(|(p, i)| after.get(p) == Some(i)) {
             let key = (*key.0, key.1.clone());
             if !listed.contains(&key) {
@@ -157,7 +157,7 @@ fn watcher(
         while let Some(event) = watcher.next_event(Duration::from_millis(100)).unwrap() {
             take(event, &mut failures);
         }
-        let fresh = live_set(discovery.live(home).unwrap().sessions.iter());
+        let fresh = live_set(discovery.live(home).unwrap().entries.iter());
         let view = live_set(watcher.sessions());
         if view == fresh {
             return (events, failures, view.into_iter().collect());

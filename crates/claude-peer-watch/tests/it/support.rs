@@ -62,7 +62,7 @@ impl WatchedHome for TempHome {
     }
 
     fn fresh(&self) -> Vec<(u32, String)> {
-        live_set(Discovery::os().live(self.claude()).unwrap().sessions.iter())
+        live_set(Discovery::os().live(self.claude()).unwrap().entries.iter())
     }
 }
 

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use claude_peer_registry::{ClaudeHome, Liveness};
-use claude_peer_resolve::{Scope, Session};
+use claude_peer_resolve::{Entry, Scope};
 
 use crate::error::{Exit, Failure};
 use crate::json::SessionJson;
@@ -42,7 +42,7 @@ pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Fai
 
 /// Writes `sessions` as one JSON array and a newline, element by element: the very
 /// bytes `serde_json` writes for the whole array collected.
-fn json_list(to: &mut impl Write, sessions: impl Iterator<Item = Session>) -> io::Result<()> {
+fn json_list(to: &mut impl Write, sessions: impl Iterator<Item = Entry>) -> io::Result<()> {
     to.write_all(b"[")?;
     for (i, session) in sessions.enumerate() {
         if i > 0 {
@@ -56,7 +56,7 @@ fn json_list(to: &mut impl Write, sessions: impl Iterator<Item = Session>) -> io
 fn human_list(
     to: &mut impl Write,
     home: &ClaudeHome,
-    sessions: impl Iterator<Item = Session>,
+    sessions: impl Iterator<Item = Entry>,
     scope: Scope,
     out: &Output,
 ) -> io::Result<()> {
@@ -106,7 +106,7 @@ fn human_list(
 }
 
 /// One session's cells in `list`'s table; every record's also has its verdict.
-fn row(s: &Session, scope: Scope, now: u64) -> Vec<String> {
+fn row(s: &Entry, scope: Scope, now: u64) -> Vec<String> {
     let record = s.record.as_ref();
     let or_dash = |v: Option<&str>| v.unwrap_or("-").to_owned();
     let mut row = vec![
@@ -169,7 +169,7 @@ mod tests {
         for scope in [Scope::All, Scope::Live] {
             let scan = discovery.scan(&registry.home, scope).unwrap();
             let collected: Vec<SessionJson<'_>> =
-                scan.sessions.iter().map(SessionJson::new).collect();
+                scan.entries.iter().map(SessionJson::new).collect();
             let mut expected = serde_json::to_vec(&collected).unwrap();
             expected.push(b'\n');
 

@@ -15,13 +15,13 @@ use claude_peer_deliver::Delivered;
 use claude_peer_guard::protocol::MAX_ESCAPED_MESSAGE_BYTES;
 use claude_peer_probe::stream::{self, Line};
 use claude_peer_resolve::Refusal;
-use claude_peer_sender::{Event, Idle, Job, MailboxHandle, Reply, Waiting};
+use claude_peer_sender::{Idle, Job, MailboxEvent, MailboxHandle, Reply, Waiting};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Exit, Failure};
 use crate::json::{MailboxEventJson, SessionJson};
-use crate::ops::broadcast::{Plan, Targets};
+use crate::ops::broadcast::{SendOrder, Targets};
 use crate::ops::{Context, send, sessions};
 use crate::signals;
 
@@ -30,7 +30,7 @@ const MAX_REQUEST_BYTES: usize = MAX_ESCAPED_MESSAGE_BYTES;
 
 /// What reaches the main thread: request lines, the end of stdin, or a wake to look at
 /// [`State`].
-enum Input {
+enum MainInput {
     Request(Result<String, BadLine>),
     End,
     Wake,
@@ -105,9 +105,9 @@ pub(crate) fn run(
     state.sender.store(mailbox.pid(), Ordering::Release);
     let events = {
         let (state, to_main) = (Arc::clone(&state), to_main.clone());
-        move |event: Event| {
+        move |event: MailboxEvent| {
             let written = emit(&MailboxEventJson::from(&event));
-            if matches!(event, Event::Closed { .. }) {
+            if matches!(event, MailboxEvent::Closed { .. }) {
                 state.ended.store(true, Ordering::Release);
                 wake(&to_main);
             }
@@ -130,12 +130,12 @@ pub(crate) fn run(
             return Ok(Exit::Success);
         }
         match inputs.recv() {
-            Ok(Input::Request(line)) => {
+            Ok(MainInput::Request(line)) => {
                 let answered = answer(&handle, ctx, line, &state, &to_main);
                 state.heard(&answered, &to_main);
             }
-            Ok(Input::Wake) => {}
-            Ok(Input::End) | Err(_) => {
+            Ok(MainInput::Wake) => {}
+            Ok(MainInput::End) | Err(_) => {
                 handle.close(Waiting::Cancel);
                 return Ok(Exit::Success);
             }
@@ -158,7 +158,7 @@ struct State {
 
 impl State {
     /// Notes a failed write: the reader has gone.
-    fn heard(&self, written: &io::Result<()>, to_main: &SyncSender<Input>) {
+    fn heard(&self, written: &io::Result<()>, to_main: &SyncSender<MainInput>) {
         if written.is_err() {
             self.gone.store(true, Ordering::Release);
             wake(to_main);
@@ -168,8 +168,8 @@ impl State {
 
 /// Wakes the main thread to look at the [`State`], unless it has inputs to take anyway
 /// (then it looks before the next).
-fn wake(to_main: &SyncSender<Input>) {
-    let _ = to_main.try_send(Input::Wake);
+fn wake(to_main: &SyncSender<MainInput>) {
+    let _ = to_main.try_send(MainInput::Wake);
 }
 
 fn kill_group(sender: u32) {
@@ -185,18 +185,18 @@ const CANCEL_GRACE: Duration = Duration::from_millis(200);
 /// The first signal: nothing more is sent. Each request written but not sent (read now
 /// or within [`CANCEL_GRACE`] of the last) is answered `cancelled`, then the mailbox
 /// closes (`closed` last).
-fn stop(handle: &MailboxHandle, inputs: &Receiver<Input>) -> Exit {
+fn stop(handle: &MailboxHandle, inputs: &Receiver<MainInput>) -> Exit {
     loop {
         match inputs.recv_timeout(CANCEL_GRACE) {
-            Ok(Input::Request(line)) => {
+            Ok(MainInput::Request(line)) => {
                 let id = line.ok().and_then(|line| request_id(&line));
                 let _ = emit(&MailboxEventJson::Cancelled {
                     id: id.as_deref(),
                     target: None,
                 });
             }
-            Ok(Input::Wake) => {}
-            Ok(Input::End) | Err(_) => break,
+            Ok(MainInput::Wake) => {}
+            Ok(MainInput::End) | Err(_) => break,
         }
     }
     handle.close(Waiting::Cancel);
@@ -208,7 +208,7 @@ fn stop(handle: &MailboxHandle, inputs: &Receiver<Input>) -> Exit {
 const WAITING_REQUESTS: usize = 64;
 
 /// Reads request lines from stdin on a thread of its own, then tells the end of stdin.
-fn read_requests(to_main: SyncSender<Input>) {
+fn read_requests(to_main: SyncSender<MainInput>) {
     thread::spawn(move || {
         let _ = stream::read_lines(io::stdin().lock(), MAX_REQUEST_BYTES, |line| {
             let request = match line {
@@ -218,12 +218,12 @@ fn read_requests(to_main: SyncSender<Input>) {
                 Line::Overlong => Err(BadLine::Overlong),
             };
             // Blocks while the queue is full: stdin is then read no further.
-            if to_main.send(Input::Request(request)).is_err() {
+            if to_main.send(MainInput::Request(request)).is_err() {
                 return ControlFlow::Break(());
             }
             ControlFlow::Continue(())
         });
-        let _ = to_main.send(Input::End);
+        let _ = to_main.send(MainInput::End);
     });
 }
 
@@ -244,7 +244,7 @@ fn answer(
     ctx: &Context,
     line: Result<String, BadLine>,
     state: &Arc<State>,
-    to_main: &SyncSender<Input>,
+    to_main: &SyncSender<MainInput>,
 ) -> io::Result<()> {
     let error = |id, message| MailboxEventJson::Error {
         id,
@@ -294,7 +294,7 @@ fn answer(
 struct Sends<'a> {
     handle: &'a MailboxHandle,
     state: &'a Arc<State>,
-    to_main: &'a SyncSender<Input>,
+    to_main: &'a SyncSender<MainInput>,
 }
 
 impl Sends<'_> {
@@ -401,7 +401,7 @@ impl<'a> Answer<'a> {
 }
 
 /// `session_ids`: resolved and ordered as `send` to several targets does
-/// ([`Plan`]): a target that names no live session is refused at once, then each session
+/// ([`SendOrder`]): a target that names no live session is refused at once, then each session
 /// is sent to once, in the order of their pids, and answered for every target naming it.
 fn broadcast(
     sends: &Sends<'_>,
@@ -414,14 +414,14 @@ fn broadcast(
         given: targets.to_vec(),
         ..Targets::default()
     };
-    let plan = match Plan::new(ctx, &given).map_err(Failure::from) {
-        Ok(plan) => plan,
+    let order = match SendOrder::new(ctx, &given).map_err(Failure::from) {
+        Ok(order) => order,
         Err(failure) => return emit(&Answer::Failed(&failure).event(id, None)),
     };
-    for (target, failure) in plan.refused() {
+    for (target, failure) in order.refused() {
         emit(&Answer::Failed(&Failure::from(failure)).event(id, Some(target)))?;
     }
-    for (session_id, named) in plan.sessions() {
+    for (session_id, named) in order.sessions() {
         sends.send(session_id, send, id, &named)?;
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! `show`: one session in full, by session id or by the name of one live session.
 
-use claude_peer_resolve::Session;
+use claude_peer_resolve::Entry;
 use claude_peer_transcript::Summary;
 
 use crate::error::{Exit, Failure};
@@ -27,7 +27,7 @@ pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Fai
     Ok(Exit::Success)
 }
 
-fn human_show(session: &Session, transcript: Option<&Summary>) -> String {
+fn human_show(session: &Entry, transcript: Option<&Summary>) -> String {
     let rows: Vec<Vec<String>> = session_fields(session, transcript, now_ms())
         .into_iter()
         .map(|(field, value)| vec![field.to_owned(), value])

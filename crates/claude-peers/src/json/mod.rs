@@ -7,8 +7,8 @@ use std::path::Path;
 
 use claude_peer_deliver::Delivered;
 use claude_peer_registry::{Pid, Record, Verdict};
-use claude_peer_resolve::{AddressableSession, LiveSession, Session};
-use claude_peer_sender::Event;
+use claude_peer_resolve::{AddressableSession, Entry, LiveSession};
+use claude_peer_sender::MailboxEvent;
 use claude_peer_transcript::Summary;
 use serde::Serialize;
 use serde_json::Value;
@@ -48,7 +48,7 @@ pub(crate) struct SessionJson<'a> {
 }
 
 impl<'a> SessionJson<'a> {
-    pub(crate) fn new(session: &'a Session) -> Self {
+    pub(crate) fn new(session: &'a Entry) -> Self {
         Self::of(
             &session.file,
             session.pid,
@@ -58,7 +58,7 @@ impl<'a> SessionJson<'a> {
         )
     }
 
-    /// A live session: as [`SessionJson::new`] shows it once it is a [`Session`].
+    /// A live session: as [`SessionJson::new`] shows it once it is an [`Entry`].
     pub(crate) fn live(session: &'a LiveSession) -> Self {
         Self::of(
             &session.file,
@@ -69,7 +69,7 @@ impl<'a> SessionJson<'a> {
         )
     }
 
-    /// A resolved session: as [`SessionJson::new`] shows it once it is a [`Session`].
+    /// A resolved session: as [`SessionJson::new`] shows it once it is an [`Entry`].
     pub(crate) fn addressable(session: &'a AddressableSession) -> Self {
         Self::of(
             &session.file,
@@ -149,7 +149,7 @@ struct FormerNameJson<'a> {
 
 impl<'a> SessionDetailJson<'a> {
     /// `session` in full, with the end of its transcript when it has one.
-    pub(crate) fn new(session: &'a Session, transcript: Option<&'a Summary>) -> Self {
+    pub(crate) fn new(session: &'a Entry, transcript: Option<&'a Summary>) -> Self {
         let record = session.record.as_ref();
         Self {
             session: SessionJson::new(session),
@@ -346,17 +346,17 @@ pub(crate) enum MailboxEventJson<'a> {
     },
 }
 
-impl<'a> From<&'a Event> for MailboxEventJson<'a> {
-    fn from(event: &'a Event) -> Self {
+impl<'a> From<&'a MailboxEvent> for MailboxEventJson<'a> {
+    fn from(event: &'a MailboxEvent) -> Self {
         match event {
-            Event::Receipt(receipt) => Self::Receipt {
+            MailboxEvent::Receipt(receipt) => Self::Receipt {
                 outcome: receipt.outcome.as_str(),
                 basis: receipt.basis.as_str(),
                 msg_ids: &receipt.msg_ids,
                 count: receipt.count,
                 recipient: &receipt.recipient,
             },
-            Event::Message {
+            MailboxEvent::Message {
                 from,
                 from_name,
                 session_id,
@@ -367,15 +367,15 @@ impl<'a> From<&'a Event> for MailboxEventJson<'a> {
                 session_id: session_id.as_deref(),
                 text,
             },
-            Event::Idle {
+            MailboxEvent::Idle {
                 recipient,
                 session_id,
             } => Self::Idle {
                 recipient,
                 session_id: session_id.as_deref(),
             },
-            Event::Notice(text) => Self::Notice { text },
-            Event::Closed { unknown, reason } => Self::Closed {
+            MailboxEvent::Notice(text) => Self::Notice { text },
+            MailboxEvent::Closed { unknown, reason } => Self::Closed {
                 unknown,
                 reason: reason.as_deref(),
             },
@@ -441,7 +441,7 @@ impl From<Failure> for FailureJson {
 mod tests {
     use claude_peer_registry::{Pid, Record};
     use claude_peer_resolve::{
-        Addressability, AddressableSession, LiveSession, Session, Unaddressable,
+        Addressability, AddressableSession, Entry, LiveSession, Unaddressable,
     };
 
     use super::SessionJson;
@@ -469,7 +469,7 @@ mod tests {
             json(SessionJson::new(&resolved.clone().into()))
         );
         for live in [resolved.clone().into(), not_addressable] {
-            let shown = Session::from(live.clone());
+            let shown = Entry::from(live.clone());
             assert_eq!(
                 json(SessionJson::live(&live)),
                 json(SessionJson::new(&shown))

@@ -100,9 +100,9 @@ pub(crate) fn broadcast(
     message: &str,
     relay: &Relayed,
 ) -> Result<Outcomes, Error> {
-    let plan = Plan::new(ctx, targets)?;
-    send::with_relay(ctx, relay, plan.order.len(), |relay: &dyn Relay| {
-        plan.send(|session_id| {
+    let order = SendOrder::new(ctx, targets)?;
+    send::with_relay(ctx, relay, order.by_pid.len(), |relay: &dyn Relay| {
+        order.send(|session_id| {
             ctx.courier()
                 .deliver(&ctx.home, session_id, message, &relay)
         })
@@ -119,16 +119,16 @@ pub(crate) fn broadcast_with<E>(
 where
     Error: From<E>,
 {
-    Ok(Plan::new(ctx, targets)?.send(send_to))
+    Ok(SendOrder::new(ctx, targets)?.send(send_to))
 }
 
 /// The targets resolved, and the sessions to send to in the order of their pids.
-pub(crate) struct Plan {
+pub(crate) struct SendOrder {
     resolved: Vec<(String, Result<Chosen, Error>)>,
-    order: Vec<Chosen>,
+    by_pid: Vec<Chosen>,
 }
 
-impl Plan {
+impl SendOrder {
     /// Resolves every target against one scan of the registry (another only while
     /// `--wait-live` waits); each send still resolves its session again at the gate.
     pub(crate) fn new(ctx: &Context, targets: &Targets) -> Result<Self, Error> {
@@ -150,14 +150,14 @@ impl Plan {
             }
         }
         // One send per session, in the order of their pids.
-        let mut order: Vec<Chosen> = Vec::new();
+        let mut by_pid: Vec<Chosen> = Vec::new();
         for chosen in resolved.iter().filter_map(|(_, r)| r.as_ref().ok()) {
-            if !order.iter().any(|c| c.session_id == chosen.session_id) {
-                order.push(chosen.clone());
+            if !by_pid.iter().any(|c| c.session_id == chosen.session_id) {
+                by_pid.push(chosen.clone());
             }
         }
-        order.sort_by_key(|c| c.pid);
-        Ok(Self { resolved, order })
+        by_pid.sort_by_key(|c| c.pid);
+        Ok(Self { resolved, by_pid })
     }
 
     /// The targets that name no session to send to, as given, and why.
@@ -170,7 +170,7 @@ impl Plan {
     /// The sessions to send to, in the order of their pids, each with the targets (as
     /// given) that name it.
     pub(crate) fn sessions(&self) -> impl Iterator<Item = (&str, Vec<&str>)> {
-        self.order.iter().map(|session| {
+        self.by_pid.iter().map(|session| {
             let named = self.resolved.iter().filter(|(_, chosen)| {
                 chosen
                     .as_ref()
@@ -187,11 +187,11 @@ impl Plan {
         Error: From<E>,
     {
         let sent = self
-            .order
+            .by_pid
             .iter()
             .map(|chosen| send_to(&chosen.session_id).map_err(Error::from))
             .collect();
-        let order = &self.order;
+        let order = &self.by_pid;
         let targets = self
             .resolved
             .into_iter()

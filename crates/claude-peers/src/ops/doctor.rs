@@ -227,8 +227,8 @@ fn registry_check(ctx: &Context, live: &Live) -> Check {
             format!(
                 "`{}`: {} live session{}",
                 dir.display(),
-                scan.sessions.len(),
-                if scan.sessions.len() == 1 { "" } else { "s" }
+                scan.entries.len(),
+                if scan.entries.len() == 1 { "" } else { "s" }
             ),
         ),
         Ok(scan) => Check::fail(
@@ -272,7 +272,7 @@ fn runtime_dir_check(probed: &Probed, live: &Live) -> Check {
         );
     };
     let elsewhere: Vec<String> = scan
-        .sessions
+        .entries
         .iter()
         .filter_map(|s| {
             let socket = Path::new(s.record.messaging_socket_path.as_deref()?);

@@ -2,17 +2,17 @@
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_resolve::{
-    AddressableSession, Discovery, Entries, RefusalKind, Scope, Session, Warning,
+    AddressableSession, Discovery, Entries, Entry, RefusalKind, Scope, Warning,
 };
 use claude_peer_transcript::Summary;
 
 use crate::ops::{Context, Error, Warned};
 
 /// Every session of `scope`, with the registry directory's warnings.
-pub(crate) fn scan(ctx: &Context, scope: Scope) -> Warned<Result<Vec<Session>, Error>> {
+pub(crate) fn scan(ctx: &Context, scope: Scope) -> Warned<Result<Vec<Entry>, Error>> {
     match Discovery::os().scan(&ctx.home, scope) {
         Ok(scan) => Warned {
-            value: Ok(scan.sessions),
+            value: Ok(scan.entries),
             warnings: scan.warnings,
         },
         Err(err) => Warned::quiet(Err(err.into())),
@@ -67,7 +67,7 @@ pub(crate) fn registry_warnings(ctx: &Context) -> Vec<Warning> {
 /// ([`claude_peer_resolve::Roster::shown`]): the live session its id or name names,
 /// messageable or not, else the leftover record of that id. Naming no record is
 /// [`Error::NotFound`].
-pub(crate) fn find(ctx: &Context, target: &str) -> Warned<Result<Session, Error>> {
+pub(crate) fn find(ctx: &Context, target: &str) -> Warned<Result<Entry, Error>> {
     let discovery = Discovery::os();
     let roster = match discovery.roster(&ctx.home, Scope::All) {
         Ok(roster) => roster,
@@ -91,7 +91,7 @@ pub(crate) fn find(ctx: &Context, target: &str) -> Warned<Result<Session, Error>
 /// one; a transcript that cannot be read is left out, and is the warning.
 pub(crate) fn transcript(
     ctx: &Context,
-    session: &Session,
+    session: &Entry,
 ) -> Warned<Option<Summary>, claude_peer_transcript::Error> {
     let Some(record) = session.record.as_ref() else {
         return Warned::quiet(None);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use claude_peer_deliver::{Courier, Relay, Target};
+use claude_peer_deliver::{Courier, Recipient, Relay};
 use claude_peer_registry::ClaudeHome;
 use claude_peer_resolve::RefusalKind;
 use claude_peer_sender::ClaudeRelay;
@@ -167,15 +167,15 @@ fn an_unset_policy_reports_what_the_receiver_did_and_the_transcript_agrees() {
     }
 }
 
-/// A target of a live receiver, as a prepared send gives it.
-fn target_of(receiver: &Receiver) -> Target {
+/// The recipient a prepared send to a live receiver gives.
+fn recipient_of(receiver: &Receiver) -> Recipient {
     let home = ClaudeHome::new(receiver.home.path());
     let courier =
         Courier::os().with_managed_settings(receiver.home.path().join("no-managed-settings.json"));
     courier
         .prepare(&home, &receiver.session_id, "unsent")
         .unwrap()
-        .target()
+        .recipient()
 }
 
 fn relay(runtime: &Path) -> ClaudeRelay {
@@ -197,13 +197,13 @@ fn the_hook_blocks_the_call_when_the_session_changed_after_the_last_check() {
     let relay = relay(runtime.path());
 
     // As if a /clear gave the process a new session id after the hand-over's check.
-    let mut cleared = target_of(&receiver);
+    let mut cleared = recipient_of(&receiver);
     cleared.session_id = "00000000-0000-4000-8000-000000000000".to_owned();
     let failure = relay.send(&cleared, "after clear").unwrap_err();
     assert_eq!(failure.kind(), RefusalKind::NotLive, "{failure}");
 
     // As if the pid now ran another process (another start token).
-    let mut reused = target_of(&receiver);
+    let mut reused = recipient_of(&receiver);
     reused.proc_start = Some("1".to_owned());
     let failure = relay.send(&reused, "after reuse").unwrap_err();
     assert_eq!(failure.kind(), RefusalKind::NotLive, "{failure}");
@@ -213,7 +213,7 @@ fn the_hook_blocks_the_call_when_the_session_changed_after_the_last_check() {
     let transcript = serde_json::to_string(&receiver.transcript()).unwrap();
     assert!(!transcript.contains("after clear") && !transcript.contains("after reuse"));
     // And the same relay still sends to the session as it is.
-    let sent = relay.send(&target_of(&receiver), "as it is").unwrap();
+    let sent = relay.send(&recipient_of(&receiver), "as it is").unwrap();
     assert!(sent.msg_id.is_some());
 }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
-use claude_peer_sender::{Event, Idle, Job, MailboxHandle, Reply, Wait, Waiting};
+use claude_peer_sender::{Idle, Job, MailboxEvent, MailboxHandle, Reply, Wait, Waiting};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 
@@ -52,7 +52,7 @@ impl Events {
         }
     }
 
-    fn push(&self, event: &Event) {
+    fn push(&self, event: &MailboxEvent) {
         let Ok(value) = serde_json::to_value(MailboxEventJson::from(event)) else {
             return;
         };
@@ -243,7 +243,7 @@ fn delivered_json(delivered: &Delivered) -> Answer {
 
 #[cfg(test)]
 mod tests {
-    use claude_peer_sender::Event;
+    use claude_peer_sender::MailboxEvent;
     use serde_json::json;
 
     use super::{Events, MAX_EVENTS};
@@ -253,7 +253,7 @@ mod tests {
         let (announce, mut announced) = tokio::sync::mpsc::channel(super::MAX_ANNOUNCEMENTS);
         let events = Events::new(announce);
         for n in 0..MAX_EVENTS + 2 {
-            events.push(&Event::Notice(n.to_string()));
+            events.push(&MailboxEvent::Notice(n.to_string()));
         }
         let drained = events.drain();
         assert_eq!(drained.len(), MAX_EVENTS + 1);

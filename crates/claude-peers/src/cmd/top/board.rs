@@ -13,7 +13,7 @@ const MAX_REPLIES: usize = 20;
 
 /// What became of the last message sent to a session from the dashboard.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Mail {
+pub(crate) enum Fate {
     /// Handed to the sender; not sent yet.
     Sending,
     /// Sent; what the receiver did, as the latest receipt says (`accepted` until one).
@@ -22,7 +22,7 @@ pub(crate) enum Mail {
     Failed(String),
 }
 
-impl Mail {
+impl Fate {
     /// The word shown in the row's message column.
     pub(crate) fn word(&self) -> &str {
         match self {
@@ -52,8 +52,8 @@ pub(crate) struct Board {
     offset: usize,
     /// How many rows the screen has room for.
     height: usize,
-    /// The last message sent to each session, by session id.
-    mail: HashMap<String, Mail>,
+    /// What became of the last message sent to each session, by session id.
+    fates: HashMap<String, Fate>,
     /// Replies from each session, by session id, oldest first.
     replies: HashMap<String, VecDeque<Reply>>,
 }
@@ -209,22 +209,22 @@ impl Board {
             .find(|s| s.record.session_id == session_id)
     }
 
-    pub(crate) fn mail(&self, session_id: &str) -> Option<&Mail> {
-        self.mail.get(session_id)
+    pub(crate) fn fate(&self, session_id: &str) -> Option<&Fate> {
+        self.fates.get(session_id)
     }
 
-    pub(crate) fn set_mail(&mut self, session_id: &str, mail: Mail) {
-        self.mail.insert(session_id.to_owned(), mail);
+    pub(crate) fn set_fate(&mut self, session_id: &str, fate: Fate) {
+        self.fates.insert(session_id.to_owned(), fate);
     }
 
     /// Records a receipt for the messages `msg_ids`: the row of the session each went to
     /// shows it, when that is still the last message sent there.
     pub(crate) fn receipt(&mut self, msg_ids: &[String], outcome: &str) {
-        for mail in self.mail.values_mut() {
-            if let Mail::Sent {
+        for fate in self.fates.values_mut() {
+            if let Fate::Sent {
                 msg_id,
                 outcome: shown,
-            } = mail
+            } = fate
                 && msg_ids.contains(msg_id)
             {
                 outcome.clone_into(shown);
@@ -301,7 +301,7 @@ mod tests {
     use claude_peer_watch::Event;
     use proptest::prelude::*;
 
-    use super::{Board, Mail};
+    use super::{Board, Fate};
 
     fn session(pid: u32, name: &str, status: &str, since: u64) -> LiveSession {
         let record: Record = serde_json::from_value(serde_json::json!({
@@ -393,24 +393,24 @@ mod tests {
     #[test]
     fn receipts_reach_the_row_of_the_message_they_name() {
         let mut board = Board::default();
-        board.set_mail("s-1", Mail::Sending);
-        board.set_mail(
+        board.set_fate("s-1", Fate::Sending);
+        board.set_fate(
             "s-1",
-            Mail::Sent {
+            Fate::Sent {
                 msg_id: "m1".to_owned(),
                 outcome: "accepted".to_owned(),
             },
         );
-        board.set_mail(
+        board.set_fate(
             "s-2",
-            Mail::Sent {
+            Fate::Sent {
                 msg_id: "m2".to_owned(),
                 outcome: "accepted".to_owned(),
             },
         );
         board.receipt(&["m1".to_owned()], "read");
-        assert_eq!(board.mail("s-1").unwrap().word(), "read");
-        assert_eq!(board.mail("s-2").unwrap().word(), "accepted");
+        assert_eq!(board.fate("s-1").unwrap().word(), "read");
+        assert_eq!(board.fate("s-2").unwrap().word(), "accepted");
     }
 
     proptest! {

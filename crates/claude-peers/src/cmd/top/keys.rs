@@ -6,7 +6,7 @@ use claude_peer_resolve::Addressability;
 use claude_peer_settings::{InboundPolicy, Revision};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::board::{End, Mail};
+use super::board::{End, Fate};
 use super::state::{Mode, State};
 
 /// The longest filter kept, in characters.
@@ -146,7 +146,7 @@ fn message(
     match key.code {
         KeyCode::Esc => "message not sent".clone_into(&mut state.status),
         KeyCode::Enter if !text.trim().is_empty() => {
-            state.board.set_mail(&session_id, Mail::Sending);
+            state.board.set_fate(&session_id, Fate::Sending);
             state.status = format!("sending to {name}…");
             return Some(Action::Send { session_id, text });
         }

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
-use claude_peer_sender::{Event, Job, MailboxHandle, Reply, Waiting};
+use claude_peer_sender::{Job, MailboxEvent, MailboxHandle, Reply, Waiting};
 
-use super::Input;
+use super::LoopInput;
 use crate::error::Failure;
 use crate::ops::{Context, send};
 
@@ -23,7 +23,7 @@ pub(crate) enum Heard {
         result: Result<Box<Delivered>, Failure>,
     },
     /// Something the sender heard after a send: receipts, replies, its end.
-    Event(Event),
+    Event(MailboxEvent),
 }
 
 /// The dashboard's mailbox, once a message started it.
@@ -31,7 +31,7 @@ pub(crate) enum Heard {
 pub(crate) struct Mail {
     ctx: Context,
     origin: Origin,
-    to: Sender<Input>,
+    to: Sender<LoopInput>,
     mailbox: OnceCell<MailboxHandle>,
 }
 
@@ -43,7 +43,7 @@ pub(crate) struct Origin {
 }
 
 impl Mail {
-    pub(crate) const fn start(ctx: Context, origin: Origin, to: Sender<Input>) -> Self {
+    pub(crate) const fn start(ctx: Context, origin: Origin, to: Sender<LoopInput>) -> Self {
         Self {
             ctx,
             origin,
@@ -59,7 +59,7 @@ impl Mail {
         let mailbox = match self.mailbox() {
             Ok(mailbox) => mailbox,
             Err(failure) => {
-                let _ = self.to.send(Input::Mail(Heard::Sent {
+                let _ = self.to.send(LoopInput::Mail(Heard::Sent {
                     session_id,
                     result: Err(failure),
                 }));
@@ -75,7 +75,7 @@ impl Mail {
                     "top is closing; nothing was sent",
                 )),
             };
-            let _ = to.send(Input::Mail(Heard::Sent { session_id, result }));
+            let _ = to.send(LoopInput::Mail(Heard::Sent { session_id, result }));
         });
         mailbox.send(job);
     }
@@ -94,7 +94,7 @@ impl Mail {
             None,
             Some(send::mailboxes(&self.ctx, &relay)),
             move |event| {
-                let _ = to.send(Input::Mail(Heard::Event(event)));
+                let _ = to.send(LoopInput::Mail(Heard::Event(event)));
             },
         )
         .map_err(|err| Failure::error("top_failed", format!("cannot start a thread: {err}")))?;

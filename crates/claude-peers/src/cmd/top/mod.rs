@@ -57,7 +57,7 @@ pub(crate) struct Options {
 
 /// What reaches the loop.
 #[derive(Debug)]
-pub(crate) enum Input {
+pub(crate) enum LoopInput {
     Watch(Vec<Event>),
     WatchFailed(String),
     Terminal(crossterm::event::Event),
@@ -96,7 +96,7 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     let signalled = to_loop.clone();
     signals::watch(
         move |first| {
-            let _ = signalled.send(Input::Signal(first));
+            let _ = signalled.send(LoopInput::Signal(first));
         },
         screen::restore,
     )?;
@@ -132,7 +132,7 @@ impl Dashboard<'_> {
     fn run(
         &mut self,
         screen: &mut Screen,
-        inputs: &mpsc::Receiver<Input>,
+        inputs: &mpsc::Receiver<LoopInput>,
         bell: bool,
     ) -> Result<Exit, Failure> {
         self.draw(screen)?;
@@ -182,17 +182,17 @@ impl Dashboard<'_> {
     }
 
     /// Applies one input; the exit, when it ends the dashboard.
-    fn take(&mut self, input: Input) -> Option<Exit> {
+    fn take(&mut self, input: LoopInput) -> Option<Exit> {
         match input {
-            Input::Watch(events) => self.rings += self.state.board.apply(events),
-            Input::WatchFailed(why) => self.state.status = format!("the watch stopped: {why}"),
+            LoopInput::Watch(events) => self.rings += self.state.board.apply(events),
+            LoopInput::WatchFailed(why) => self.state.status = format!("the watch stopped: {why}"),
             // A resize is measured at the draw that follows it.
-            Input::Terminal(event) => {
+            LoopInput::Terminal(event) => {
                 let action = keys::handle(&mut self.state, &event)?;
                 return self.perform(action);
             }
-            Input::Signal(signal) => return Some(signals::exit_for(signal)),
-            Input::Mail(heard) => self.state.heard(heard),
+            LoopInput::Signal(signal) => return Some(signals::exit_for(signal)),
+            LoopInput::Mail(heard) => self.state.heard(heard),
         }
         None
     }
@@ -228,7 +228,7 @@ fn read_settings(ctx: &Context) -> Result<Snapshot, String> {
 }
 
 /// Feeds the loop the watch engine's events, a burst at a time.
-fn watch<P, F, N>(mut watcher: Watcher<P, F, N>, to: &Sender<Input>)
+fn watch<P, F, N>(mut watcher: Watcher<P, F, N>, to: &Sender<LoopInput>)
 where
     P: claude_peer_probe::ProcessTable,
     F: claude_peer_probe::RegistryFs,
@@ -247,10 +247,10 @@ where
             });
         let input = match next {
             Ok(()) if burst.is_empty() => continue,
-            Ok(()) => Input::Watch(burst),
-            Err(err) => Input::WatchFailed(err.to_string()),
+            Ok(()) => LoopInput::Watch(burst),
+            Err(err) => LoopInput::WatchFailed(err.to_string()),
         };
-        let failed = matches!(input, Input::WatchFailed(_));
+        let failed = matches!(input, LoopInput::WatchFailed(_));
         if to.send(input).is_err() || failed {
             return;
         }
@@ -258,9 +258,9 @@ where
 }
 
 /// Feeds the loop the terminal's keys and resizes.
-fn terminal(to: &Sender<Input>) {
+fn terminal(to: &Sender<LoopInput>) {
     while let Ok(event) = crossterm::event::read() {
-        if to.send(Input::Terminal(event)).is_err() {
+        if to.send(LoopInput::Terminal(event)).is_err() {
             return;
         }
     }
@@ -268,8 +268,8 @@ fn terminal(to: &Sender<Input>) {
 
 fn spawn(
     name: &str,
-    to: Sender<Input>,
-    work: impl FnOnce(Sender<Input>) + Send + 'static,
+    to: Sender<LoopInput>,
+    work: impl FnOnce(Sender<LoopInput>) + Send + 'static,
 ) -> Result<(), Failure> {
     thread::Builder::new()
         .name(name.to_owned())

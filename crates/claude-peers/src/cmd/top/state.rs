@@ -130,28 +130,28 @@ impl State {
     pub(crate) fn heard(&mut self, heard: Heard) {
         match heard {
             Heard::Sent { session_id, result } => {
-                let mail = match result {
+                let fate = match result {
                     Ok(delivered) => {
                         let name = delivered.session.record.display_name().unwrap_or("-");
                         self.status = format!("sent to {name}; its row shows what it does with it");
                         let outcome = delivered.receipt.map_or("accepted", |r| r.outcome.as_str());
-                        board::Mail::Sent {
+                        board::Fate::Sent {
                             msg_id: delivered.msg_id.unwrap_or_default(),
                             outcome: outcome.to_owned(),
                         }
                     }
                     Err(failure) => {
                         self.status = format!("not sent: {}", failure.message);
-                        board::Mail::Failed(failure.name.to_owned())
+                        board::Fate::Failed(failure.name.to_owned())
                     }
                 };
-                self.board.set_mail(&session_id, mail);
+                self.board.set_fate(&session_id, fate);
             }
-            Heard::Event(claude_peer_sender::Event::Receipt(receipt)) => {
+            Heard::Event(claude_peer_sender::MailboxEvent::Receipt(receipt)) => {
                 self.board
                     .receipt(&receipt.msg_ids, receipt.outcome.as_str());
             }
-            Heard::Event(claude_peer_sender::Event::Message {
+            Heard::Event(claude_peer_sender::MailboxEvent::Message {
                 from,
                 from_name,
                 session_id,
@@ -165,7 +165,7 @@ impl State {
                 }
                 None => self.status = format!("message from {from}: {text}"),
             },
-            Heard::Event(claude_peer_sender::Event::Closed {
+            Heard::Event(claude_peer_sender::MailboxEvent::Closed {
                 reason: Some(reason),
                 ..
             }) => self.status = format!("the sender ended: {reason}"),

@@ -5,7 +5,7 @@
 //! [`field`], so it cannot steer the terminal.
 
 use claude_peer_registry::Activity;
-use claude_peer_resolve::{LiveSession, Session};
+use claude_peer_resolve::{Entry, LiveSession};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect, Size};
 use ratatui::style::{Color, Modifier, Style};
@@ -176,8 +176,8 @@ fn table(frame: &mut Frame<'_>, state: &State, area: Rect) {
 fn cells(state: &State, session: &LiveSession) -> [String; 6] {
     let now = state.now_ms;
     let record = &session.record;
-    let message = match state.board.mail(&record.session_id) {
-        Some(mail) => mail.word().to_owned(),
+    let message = match state.board.fate(&record.session_id) {
+        Some(fate) => fate.word().to_owned(),
         None if session.addressability.is_addressable() => "yes".to_owned(),
         None => "no".to_owned(),
     };
@@ -247,7 +247,7 @@ fn details(frame: &mut Frame<'_>, state: &State, session_id: &str, area: Rect) {
         .and_then(|(_, t)| t.as_ref());
     match state.board.session(session_id) {
         Some(live) => {
-            let session = Session::from(live.clone());
+            let session = Entry::from(live.clone());
             for (name, value) in session_fields(&session, transcript, state.now_ms) {
                 lines.push(Line::from(vec![
                     Span::styled(
@@ -261,11 +261,11 @@ fn details(frame: &mut Frame<'_>, state: &State, session_id: &str, area: Rect) {
         }
         None => lines.push(Line::from("This session is no longer live.")),
     }
-    if let Some(mail) = state.board.mail(session_id) {
+    if let Some(fate) = state.board.fate(session_id) {
         lines.push(Line::from(format!(
             "{:<14}{}",
             "last message",
-            field(mail.word())
+            field(fate.word())
         )));
     }
     let replies: Vec<_> = state.board.replies(session_id).collect();

@@ -4,7 +4,7 @@ use claude_peer_settings::InboundPolicy;
 use crossterm::event::{Event as Terminal, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{REVISION, ctrl, live, press, session, settings, state, type_text};
-use crate::cmd::top::board::Mail;
+use crate::cmd::top::board::Fate;
 use crate::cmd::top::keys::{Action, handle};
 use crate::cmd::top::state::{Mode, State};
 use crate::error::Failure;
@@ -121,8 +121,8 @@ fn m_then_text_then_enter_sends_that_text_to_the_selected_session() {
     );
     assert_eq!(state.mode, Mode::Table);
     assert_eq!(
-        state.board.mail(&id),
-        Some(&Mail::Sending),
+        state.board.fate(&id),
+        Some(&Fate::Sending),
         "the row shows it at once"
     );
     assert_eq!(state.status, "sending to s01…");
@@ -146,7 +146,7 @@ fn an_empty_message_is_not_sent_and_esc_cancels_one() {
     assert_eq!(state.mode, Mode::Table);
     assert_eq!(state.status, "message not sent");
     let id = state.board.selected().unwrap().record.session_id.clone();
-    assert_eq!(state.board.mail(&id), None);
+    assert_eq!(state.board.fate(&id), None);
 }
 
 #[test]
@@ -336,7 +336,7 @@ fn a_reply_is_kept_for_its_session_at_the_time_it_came_and_a_failure_marks_the_r
     let id = state.board.selected().unwrap().record.session_id.clone();
     state.tick(super::NOW + 5_000);
     state.heard(crate::cmd::top::mail::Heard::Event(
-        claude_peer_sender::Event::Message {
+        claude_peer_sender::MailboxEvent::Message {
             from: "uds:/tmp/cc-100.sock".to_owned(),
             from_name: Some("s00".to_owned()),
             session_id: Some(id.clone()),
@@ -356,7 +356,7 @@ fn a_reply_is_kept_for_its_session_at_the_time_it_came_and_a_failure_marks_the_r
     });
     assert_eq!(state.status, "not sent: s00 refuses messages");
     assert_eq!(
-        state.board.mail(&id),
-        Some(&Mail::Failed("inbound_refused".to_owned()))
+        state.board.fate(&id),
+        Some(&Fate::Failed("inbound_refused".to_owned()))
     );
 }

@@ -6,7 +6,7 @@ use crossterm::event::KeyCode;
 use insta::assert_snapshot;
 
 use super::{NOW, live, press, screen, session, state, type_text};
-use crate::cmd::top::board::{Mail, Reply};
+use crate::cmd::top::board::{Fate, Reply};
 use crate::cmd::top::state::{Colors, State};
 use crate::table::local_time;
 
@@ -47,17 +47,17 @@ fn every_status() -> State {
     };
     state.resize(20);
     let (idle, busy, shell) = (id(&state, 101), id(&state, 102), id(&state, 105));
-    state.board.set_mail(
+    state.board.set_fate(
         &idle,
-        Mail::Sent {
+        Fate::Sent {
             msg_id: "m1".to_owned(),
             outcome: "read".to_owned(),
         },
     );
-    state.board.set_mail(&busy, Mail::Sending);
+    state.board.set_fate(&busy, Fate::Sending);
     state
         .board
-        .set_mail(&shell, Mail::Failed("not_delivered".to_owned()));
+        .set_fate(&shell, Fate::Failed("not_delivered".to_owned()));
     state
 }
 
@@ -111,9 +111,9 @@ fn the_details_show_the_session_its_transcript_its_last_message_and_its_replies(
             last_activity_ms: Some(NOW - 20_000),
         }),
     );
-    state.board.set_mail(
+    state.board.set_fate(
         &id,
-        Mail::Sent {
+        Fate::Sent {
             msg_id: "m9".to_owned(),
             outcome: "held".to_owned(),
         },

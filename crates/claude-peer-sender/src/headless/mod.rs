@@ -1,7 +1,7 @@
 //! A headless Claude Code that sends with its own `SendMessage`: its private home, its
 //! scripted model, its hooks, its process, and the lines it prints.
 //!
-//! One [`Sender`] serves one send ([`crate::ClaudeRelay`]) or many
+//! One [`HeadlessClaude`] serves one send ([`crate::ClaudeRelay`]) or many
 //! ([`crate::Mailbox`]). Each send is a *job*: a prompt carrying the job's token, the
 //! planned tool calls the scripted model answers it with, and a plan per call that the
 //! `pre-tool-use` hook checks at the moment of the call.
@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use claude_peer_deliver::Recipient;
 use claude_peer_deliver::STDERR_TAIL_BYTES;
-use claude_peer_deliver::Target;
 use claude_peer_deliver::child::{ChildGroup, Ended};
 use claude_peer_probe::stream::{self, Tail};
 use claude_peer_settings::ManagedSettings;
@@ -48,7 +48,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 /// Which Claude Code sends, as whom, with which hook program, from which home, under
 /// which managed settings.
 #[derive(Debug, Clone)]
-pub(crate) struct SenderOptions {
+pub(crate) struct HeadlessOptions {
     pub(crate) claude: PathBuf,
     pub(crate) hook: Vec<OsString>,
     pub(crate) from: String,
@@ -56,7 +56,7 @@ pub(crate) struct SenderOptions {
     pub(crate) managed_settings: PathBuf,
 }
 
-impl SenderOptions {
+impl HeadlessOptions {
     pub(crate) fn new(claude: PathBuf, hook: Vec<OsString>) -> Self {
         Self {
             claude,
@@ -106,7 +106,7 @@ pub(crate) struct JobIds {
 
 /// A running sender (its [`ChildGroup`] is killed and reaped if dropped before it exited);
 /// its run directory (the plans) goes with it.
-pub(crate) struct Sender {
+pub(crate) struct HeadlessClaude {
     group: ChildGroup,
     stdin: Option<ChildStdin>,
     pub(crate) lines: Receiver<Line>,
@@ -123,17 +123,17 @@ pub(crate) struct Sender {
     _endpoint: Endpoint,
 }
 
-impl std::fmt::Debug for Sender {
+impl std::fmt::Debug for HeadlessClaude {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sender")
+        f.debug_struct("HeadlessClaude")
             .field("pid", &self.group.id())
             .finish_non_exhaustive()
     }
 }
 
-impl Sender {
+impl HeadlessClaude {
     /// Prepares the private home, starts the scripted model and the sender.
-    pub(crate) fn start(options: &SenderOptions) -> Result<Self, Error> {
+    pub(crate) fn start(options: &HeadlessOptions) -> Result<Self, Error> {
         options.check()?;
         let home = options
             .home
@@ -212,7 +212,7 @@ impl Sender {
     /// job's prompt.
     pub(crate) fn request(
         &mut self,
-        target: &Target,
+        target: &Recipient,
         message: &str,
         idle: Idle,
     ) -> Result<JobIds, Error> {

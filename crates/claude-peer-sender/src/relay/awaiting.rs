@@ -8,7 +8,7 @@ use claude_peer_deliver::RelayFailure;
 use claude_peer_guard::{canary_blocked, read_refusal};
 
 use crate::channel::Line;
-use crate::sender::{JobIds, Sender};
+use crate::headless::{HeadlessClaude, JobIds};
 use crate::stream::Queued;
 
 /// What the end of a turn before the awaited call means.
@@ -25,7 +25,7 @@ pub(crate) enum TurnEnd {
 /// the guard proved it runs by blocking the canary ([`canary_blocked`], the same
 /// fact the scripted model goes by); without that proof, `delivery_failed` says why.
 pub(crate) fn await_sent(
-    sender: &mut Sender,
+    sender: &mut HeadlessClaude,
     ids: &JobIds,
     deadline: Instant,
     turn_end: TurnEnd,
@@ -45,7 +45,7 @@ pub(crate) fn await_sent(
 /// to `other`; the `msg_id` on success. A failed call is the hook's refusal when it
 /// noted one, else `delivery_failed` in Claude Code's words.
 pub(crate) fn await_result(
-    sender: &mut Sender,
+    sender: &mut HeadlessClaude,
     id: &str,
     deadline: Instant,
     turn_end: TurnEnd,
@@ -71,7 +71,7 @@ struct Called {
 /// Follows the sender's stream until the tool result of `id`, handing every other line
 /// to `other`.
 fn await_call(
-    sender: &mut Sender,
+    sender: &mut HeadlessClaude,
     id: &str,
     deadline: Instant,
     turn_end: TurnEnd,

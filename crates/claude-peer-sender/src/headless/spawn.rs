@@ -6,12 +6,12 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use super::SenderOptions;
+use super::HeadlessOptions;
 use claude_peer_endpoint::Endpoint;
 use claude_peer_guard::protocol::hook_settings;
 
 pub(super) fn spawn(
-    options: &SenderOptions,
+    options: &HeadlessOptions,
     home: &Path,
     plans: &Path,
     endpoint: &Endpoint,

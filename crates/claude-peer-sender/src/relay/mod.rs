@@ -11,11 +11,11 @@ use std::path::PathBuf;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use claude_peer_deliver::{Confirmation, Relay, RelayFailure, Target};
+use claude_peer_deliver::{Confirmation, Recipient, Relay, RelayFailure};
 
 use crate::cancel::Running;
 use crate::channel::Line;
-use crate::sender::{Sender, SenderOptions};
+use crate::headless::{HeadlessClaude, HeadlessOptions};
 use crate::{Cancel, Error};
 use claude_peer_guard::protocol;
 
@@ -45,7 +45,7 @@ pub const DEFAULT_READ_WAIT: Duration = Duration::from_secs(2);
 /// receipt window.
 #[derive(Debug, Clone)]
 pub struct ClaudeRelay {
-    pub(crate) options: SenderOptions,
+    pub(crate) options: HeadlessOptions,
     pub(crate) timeout: Duration,
     pub(crate) receipt_window: Duration,
     pub(crate) read_wait: Duration,
@@ -58,7 +58,7 @@ impl ClaudeRelay {
     /// `["/usr/local/bin/claude-peers", "hook"]`; see [`claude_peer_guard::run`]).
     pub fn new(claude: impl Into<PathBuf>, hook: Vec<OsString>) -> Self {
         Self {
-            options: SenderOptions::new(claude.into(), hook),
+            options: HeadlessOptions::new(claude.into(), hook),
             timeout: claude_peer_deliver::DEFAULT_TIMEOUT,
             receipt_window: DEFAULT_RECEIPT_WINDOW,
             read_wait: DEFAULT_READ_WAIT,
@@ -143,7 +143,7 @@ impl ClaudeRelay {
     /// builds with the messaging code may still open no socket.
     pub fn probe(&self) -> Result<Capabilities, Error> {
         let deadline = Instant::now() + self.timeout;
-        let mut sender = Sender::start(&self.options)?;
+        let mut sender = HeadlessClaude::start(&self.options)?;
         sender.prompt(&format!("{}probe", protocol::PROMPT_PREFIX))?;
         let found = loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -182,7 +182,7 @@ impl ClaudeRelay {
 }
 
 impl Relay for ClaudeRelay {
-    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
+    fn send(&self, target: &Recipient, message: &str) -> Result<Confirmation, RelayFailure> {
         // A batch of one, whose sender serves nothing else: the end of its turn without
         // the call is a failure at once.
         self.batch_with(TurnEnd::Fails).send(target, message)
@@ -215,11 +215,11 @@ pub struct Batch<'a> {
     /// What the end of a turn before the awaited call means: a batch's later sends can
     /// see the end of an earlier send's turn.
     turn_end: TurnEnd,
-    running: RefCell<Option<(Sender, Option<Running>)>>,
+    running: RefCell<Option<(HeadlessClaude, Option<Running>)>>,
 }
 
 impl Relay for Batch<'_> {
-    fn send(&self, target: &Target, message: &str) -> Result<Confirmation, RelayFailure> {
+    fn send(&self, target: &Recipient, message: &str) -> Result<Confirmation, RelayFailure> {
         let relay = self.relay;
         let deadline = Instant::now() + relay.timeout;
         let cancelled =
@@ -229,8 +229,8 @@ impl Relay for Batch<'_> {
         }
         let mut running = self.running.borrow_mut();
         if running.is_none() {
-            let sender =
-                Sender::start(&relay.options).map_err(|err| RelayFailure::new(err.to_string()))?;
+            let sender = HeadlessClaude::start(&relay.options)
+                .map_err(|err| RelayFailure::new(err.to_string()))?;
             let registered = match &relay.cancel {
                 Some(cancel) => match cancel.register(sender.wake.clone()) {
                     Some(registered) => Some(registered),

@@ -4,19 +4,19 @@
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Instant;
 
-use claude_peer_deliver::{Confirmation, Outcome, Receipt, RelayFailure, Target};
+use claude_peer_deliver::{Confirmation, Outcome, Receipt, Recipient, RelayFailure};
 use claude_peer_resolve::RefusalKind;
 use claude_peer_transcript::Fact;
 
 use super::{TurnEnd, await_sent};
 use crate::channel::{Heard, Line};
 use crate::decider::{Decider, Seen, Waits, Word};
-use crate::sender::{Idle, Sender};
+use crate::headless::{HeadlessClaude, Idle};
 use crate::witness::Witness;
 
 pub(super) fn send_once(
-    sender: &mut Sender,
-    target: &Target,
+    sender: &mut HeadlessClaude,
+    target: &Recipient,
     message: &str,
     deadline: Instant,
     waits: Waits,
