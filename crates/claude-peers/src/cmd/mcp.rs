@@ -49,11 +49,11 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::task::JoinError;
 
 use crate::error::{Exit, Failure};
-use crate::json::{SessionDetailJson, SessionJson, SessionsJson, WhoamiJson};
+use crate::json::{EventsJson, SessionDetailJson, SessionJson, SessionsJson, WhoamiJson};
 use crate::ops::{Context, policy, sessions, whoami};
 use crate::output::{Format, Output};
 use crate::signals;
@@ -390,7 +390,7 @@ impl Peers {
             .events
             .wait(Duration::from_secs_f64(timeout))
             .await;
-        Ok(tool_result(to_json(&json!({ "events": events }))))
+        Ok(tool_result(to_json(&EventsJson { events: &events })))
     }
 }
 

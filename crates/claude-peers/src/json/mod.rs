@@ -286,6 +286,13 @@ pub(crate) struct WatchEventJson<'a> {
     pub(crate) session: SessionJson<'a>,
 }
 
+/// `wait_for_messages` (MCP): what the server's mailbox heard since the last call, each
+/// event as the `mailbox` command prints it.
+#[derive(Debug, Serialize)]
+pub(crate) struct EventsJson<'a> {
+    pub(crate) events: &'a [Value],
+}
+
 /// One line of the mailbox's stdout: the answer to a request, or something it heard.
 #[derive(Debug, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -343,6 +350,11 @@ pub(crate) enum MailboxEventJson<'a> {
     Closed {
         unknown: &'a [String],
         reason: Option<&'a str>,
+    },
+    /// `wait_for_messages` (MCP) only: this many older events were dropped unread, the
+    /// server keeping the newest.
+    Dropped {
+        count: usize,
     },
 }
 

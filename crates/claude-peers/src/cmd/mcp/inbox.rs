@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
 use claude_peer_sender::{Idle, Job, MailboxEvent, MailboxHandle, Reply, Wait, Waiting};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 
 use super::to_json;
@@ -92,7 +92,10 @@ impl Events {
         let mut queue = self.lock();
         let mut events = Vec::new();
         if queue.dropped > 0 {
-            events.push(json!({"event": "dropped", "count": queue.dropped}));
+            let dropped = MailboxEventJson::Dropped {
+                count: queue.dropped,
+            };
+            events.push(serde_json::to_value(dropped).unwrap_or_default());
             queue.dropped = 0;
         }
         events.extend(queue.events.drain(..));
