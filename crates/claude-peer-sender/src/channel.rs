@@ -7,34 +7,13 @@
 
 use claude_peer_transcript::Fact;
 
-use crate::stream::{Printed, Queued, Tally};
+use crate::stream::Printed;
 
 /// One message on a sender's channel.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Line {
-    /// `system/init`: what this Claude Code can do.
-    Init {
-        version: Option<String>,
-        send_message: bool,
-        messaging_socket: Option<String>,
-    },
-    /// A tool's result (`tool_use_result` beside a `tool_result` block).
-    ToolResult {
-        tool_use_id: String,
-        success: bool,
-        msg_id: Option<String>,
-        /// What Claude Code said: its result message, or the error text.
-        text: String,
-    },
-    /// A receiver's decision about messages sent earlier, as the sender's own
-    /// informational line counts them.
-    Tally(Tally),
-    /// A queued prompt the `user-prompt-submit` hook kept from the model: its items.
-    Queued(Vec<Queued>),
-    /// The end of a turn.
-    Result,
-    /// Any other printed line.
-    Other,
+    /// A line the sender printed.
+    Printed(Printed),
     /// The sender's stdout ended.
     Closed,
     /// Nothing from the sender: a waiter is woken to look at something else.
@@ -54,35 +33,4 @@ pub(crate) enum Heard {
     /// The transcript can no longer be followed (or never could): the receipt must rest
     /// on other evidence.
     Lost(String),
-}
-
-impl From<Printed> for Line {
-    fn from(printed: Printed) -> Self {
-        match printed {
-            Printed::Init {
-                version,
-                send_message,
-                messaging_socket,
-            } => Self::Init {
-                version,
-                send_message,
-                messaging_socket,
-            },
-            Printed::ToolResult {
-                tool_use_id,
-                success,
-                msg_id,
-                text,
-            } => Self::ToolResult {
-                tool_use_id,
-                success,
-                msg_id,
-                text,
-            },
-            Printed::Tally(tally) => Self::Tally(tally),
-            Printed::Queued(items) => Self::Queued(items),
-            Printed::Result => Self::Result,
-            Printed::Other => Self::Other,
-        }
-    }
 }

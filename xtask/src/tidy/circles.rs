@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::source::{Source, is_ident, words};
+use super::source::{Source, ident_at, words};
 
 /// One `use` leaf: the full path it names, written from the importing file.
 #[derive(Debug, Clone)]
@@ -105,15 +105,11 @@ impl<'a> Module<'a> {
         let children = words(code, "mod")
             .filter_map(|at| {
                 let rest = code[at + 3..].trim_start();
-                let name: String = rest
-                    .bytes()
-                    .take_while(|&b| is_ident(b))
-                    .map(char::from)
-                    .collect();
+                let name = ident_at(rest);
                 rest[name.len()..]
                     .trim_start()
                     .starts_with(';')
-                    .then_some(name)
+                    .then(|| name.to_owned())
             })
             .collect();
         let uses = use_statements(code)
@@ -254,16 +250,12 @@ fn code_path(code: &str) -> Vec<String> {
     let mut path = Vec::new();
     let mut rest = code;
     loop {
-        let name: String = rest
-            .bytes()
-            .take_while(|&b| is_ident(b))
-            .map(char::from)
-            .collect();
+        let name = ident_at(rest);
         if name.is_empty() {
             break;
         }
         rest = &rest[name.len()..];
-        path.push(name);
+        path.push(name.to_owned());
         match rest.strip_prefix("::") {
             Some(next) => rest = next,
             None => break,

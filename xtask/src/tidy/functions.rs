@@ -1,6 +1,6 @@
 //! Functions too long to read at once.
 
-use super::source::{Source, closing_brace, is_ident, item_body, words};
+use super::source::{Source, closing_brace, ident_at, item_body, words};
 
 /// The most lines a function may span, from the line of its `fn` to its closing brace.
 pub(crate) const MAX_FUNCTION_LINES: usize = 100;
@@ -14,11 +14,7 @@ pub(crate) fn long_functions(source: &Source, prefix: &str) -> Vec<String> {
     let mut long = Vec::new();
     for at in words(code, "fn") {
         let rest = code[at + 2..].trim_start();
-        let name: String = rest
-            .bytes()
-            .take_while(|&b| is_ident(b))
-            .map(char::from)
-            .collect();
+        let name = ident_at(rest);
         if name.is_empty() {
             continue;
         }

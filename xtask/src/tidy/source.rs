@@ -73,6 +73,12 @@ pub(crate) fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
+/// The identifier `code` starts with; empty when it starts with anything else.
+pub(crate) fn ident_at(code: &str) -> &str {
+    let len = code.bytes().take_while(|&b| is_ident(b)).count();
+    &code[..len]
+}
+
 /// The offsets where the word `word` starts as a whole token in `code`.
 pub(crate) fn words<'a>(code: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
     let bytes = code.as_bytes();

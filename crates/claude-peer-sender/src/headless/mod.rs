@@ -256,7 +256,9 @@ impl HeadlessClaude {
     /// Asks again for this project's own send prompts that Claude Code merged with
     /// inbound items into a prompt the hook blocked (so the model never got them).
     pub(crate) fn ask_again(&mut self, line: &Line) {
-        let Line::Queued(items) = line else { return };
+        let Line::Printed(Printed::Queued(items)) = line else {
+            return;
+        };
         let ours: Vec<&str> = items
             .iter()
             .filter_map(|item| match item {
@@ -334,7 +336,7 @@ impl HeadlessClaude {
 /// Reads stdout lines, parsed; an overlong line is skipped. Ends with [`Line::Closed`].
 fn read_lines(stdout: impl Read, tx: &Channel<Line>) {
     let _ = stream::read_lines(stdout, MAX_LINE_BYTES, |line| match line {
-        stream::Line::Whole(line) => match tx.send(Printed::parse(line).into()) {
+        stream::Line::Whole(line) => match tx.send(Line::Printed(Printed::parse(line))) {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()),
         },

@@ -25,7 +25,7 @@ use crate::channel::{Heard, Line};
 use crate::decider::Waits;
 use crate::headless::{HeadlessClaude, Idle};
 use crate::relay::{TurnEnd, await_result, await_sent};
-use crate::stream::Queued;
+use crate::stream::{Printed, Queued};
 use crate::witness::Witness;
 use claude_peer_deliver::{
     Basis, Confirmation, Courier, Delivered, Outcome, Recipient, Relay, RelayFailure,
@@ -454,10 +454,10 @@ fn observe(
     session_at: impl Fn(&str) -> Option<String>,
 ) {
     match line {
-        Line::Tally(tally) => {
+        Line::Printed(Printed::Tally(tally)) => {
             tracker.counted(&tally.recipient, tally.outcome, tally.count);
         }
-        Line::Queued(items) => {
+        Line::Printed(Printed::Queued(items)) => {
             for item in items {
                 match item {
                     Queued::Notice {

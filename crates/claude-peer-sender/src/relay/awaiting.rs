@@ -9,7 +9,7 @@ use claude_peer_guard::{canary_blocked, read_refusal};
 
 use crate::channel::Line;
 use crate::headless::{HeadlessClaude, JobIds};
-use crate::stream::Queued;
+use crate::stream::{Printed, Queued};
 
 /// What the end of a turn before the awaited call means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,11 +91,11 @@ fn await_call(
             Err(RecvTimeoutError::Disconnected) => Line::Closed,
         };
         match line {
-            Line::Init {
+            Line::Printed(Printed::Init {
                 version,
                 send_message,
                 messaging_socket,
-            } if !send_message || messaging_socket.is_none() => {
+            }) if !send_message || messaging_socket.is_none() => {
                 let version = version.unwrap_or_else(|| "of unknown version".to_owned());
                 let lacks = if send_message {
                     "no messaging socket"
@@ -106,23 +106,23 @@ fn await_call(
                     "this Claude Code ({version}) cannot send cross-session messages: it reports {lacks}"
                 )));
             }
-            Line::Init {
+            Line::Printed(Printed::Init {
                 messaging_socket: Some(socket),
                 ..
-            } => sender.set_socket(socket),
-            Line::ToolResult {
+            }) => sender.set_socket(socket),
+            Line::Printed(Printed::ToolResult {
                 tool_use_id,
                 success,
                 msg_id,
                 text,
-            } if tool_use_id == id => {
+            }) if tool_use_id == id => {
                 return Ok(Called {
                     success,
                     msg_id,
                     text,
                 });
             }
-            Line::Result if turn_end == TurnEnd::Fails => {
+            Line::Printed(Printed::Result) if turn_end == TurnEnd::Fails => {
                 return Err(RelayFailure::new(
                     "Claude Code ended its turn without making the planned SendMessage",
                 ));
@@ -136,7 +136,7 @@ fn await_call(
             }
             // The prompt hook lets every prompt of this project's own through: one
             // blocked alone means the hook program failed, and `|| exit 2` made it block.
-            Line::Queued(items)
+            Line::Printed(Printed::Queued(items))
                 if !items.is_empty()
                     && items.iter().all(|item| matches!(item, Queued::Ours(_))) =>
             {
@@ -144,7 +144,7 @@ fn await_call(
                     "the sender's prompt hook blocked this project's own send prompt: the hook program cannot run (was it moved or removed?), so nothing was sent",
                 ));
             }
-            Line::Queued(_) => {
+            Line::Printed(Printed::Queued(_)) => {
                 sender.ask_again(&line);
                 other(line);
             }

@@ -16,6 +16,7 @@ use claude_peer_deliver::{Confirmation, Recipient, Relay, RelayFailure};
 use crate::cancel::Running;
 use crate::channel::Line;
 use crate::headless::{HeadlessClaude, HeadlessOptions};
+use crate::stream::Printed;
 use crate::{Cancel, Error};
 use claude_peer_guard::protocol;
 
@@ -148,11 +149,11 @@ impl ClaudeRelay {
         let found = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match sender.lines.recv_timeout(left) {
-                Ok(Line::Init {
+                Ok(Line::Printed(Printed::Init {
                     version,
                     send_message,
                     messaging_socket,
-                }) => {
+                })) => {
                     break Ok(Capabilities {
                         version,
                         send_message,

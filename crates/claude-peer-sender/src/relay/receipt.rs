@@ -12,6 +12,7 @@ use super::{TurnEnd, await_sent};
 use crate::channel::{Heard, Line};
 use crate::decider::{Decider, Seen, Waits, Word};
 use crate::headless::{HeadlessClaude, Idle};
+use crate::stream::Printed;
 use crate::witness::Witness;
 
 pub(super) fn send_once(
@@ -94,7 +95,7 @@ impl Sent<'_> {
     fn word(&self, line: &Line) -> Option<Word> {
         let ours = |from: &str| self.from.as_deref() == Some(from);
         match line {
-            Line::Tally(tally) if tally.recipient == self.recipient => {
+            Line::Printed(Printed::Tally(tally)) if tally.recipient == self.recipient => {
                 Some(Word::Notice(tally.outcome))
             }
             Line::Transcript {
