@@ -386,38 +386,36 @@ fn a_narrow_terminal_drops_columns_from_the_right_and_resizing_keeps_it_working(
 fn hundreds_of_sessions_scroll_with_the_selection_in_view_and_the_filter_narrows_them() {
     let children = Children::spawn(300).unwrap();
     let registry = Registry::generate(&Machine::learn(), 0, &children).unwrap();
-    let pids = children.pids();
-    let (first, last) = (pids.iter().min().unwrap(), pids.iter().max().unwrap());
+    // Same status, so by name (as text: ccproj-1000-06 sorts before ccproj-999-06).
+    let mut names: Vec<String> = children
+        .pids()
+        .iter()
+        .map(|pid| format!("ccproj-{pid}-06"))
+        .collect();
+    names.sort();
+    let (first, last) = (&names[0], &names[names.len() - 1]);
     let cache = temp();
     let terminal = Terminal::shell(160, 30, &[]);
     terminal.top(registry.home.root(), cache.path(), "");
     let screen = terminal.wait("300 live", |s| s.contains("300 live"));
-    // Same status, so by name: ccproj-<pid>-06, the smallest pid first.
-    assert!(screen.contains(&format!("ccproj-{first}-06")), "{screen}");
+    assert!(screen.contains(first.as_str()), "{screen}");
     terminal.text("G");
-    let screen = terminal.wait("the last row", |s| s.contains(&format!("ccproj-{last}-06")));
-    assert!(!screen.contains(&format!("ccproj-{first}-06")), "{screen}");
+    let screen = terminal.wait("the last row", |s| s.contains(last.as_str()));
+    assert!(!screen.contains(first.as_str()), "{screen}");
     terminal.text("g");
-    terminal.wait("the first row again", |s| {
-        s.contains(&format!("ccproj-{first}-06"))
-    });
-    terminal.text(&format!("/ccproj-{last}"));
+    terminal.wait("the first row again", |s| s.contains(first.as_str()));
+    terminal.text(&format!("/{last}"));
     terminal.keys(&["Enter"]);
     let screen = terminal.wait("one row", |s| {
-        s.contains(&format!("ccproj-{last}-06")) && !s.contains(&format!("ccproj-{first}-06"))
+        s.contains(last.as_str()) && !s.contains(first.as_str())
     });
-    assert!(
-        screen.contains(&format!("filter: ccproj-{last}")),
-        "{screen}"
-    );
+    assert!(screen.contains(&format!("filter: {last}")), "{screen}");
     terminal.keys(&["Escape"]);
     // The selection stays on the row it was on; the others are back around it.
     // Waited for whole: a screen captured while a frame is being written can show the
     // new header above the old rows.
     terminal.wait("every row again, the selected one among them", |s| {
-        !s.contains("filter:")
-            && s.contains(&format!("ccproj-{last}-06"))
-            && s.matches("ccproj-").count() > 10
+        !s.contains("filter:") && s.contains(last.as_str()) && s.matches("ccproj-").count() > 10
     });
     terminal.text("q");
 }
