@@ -171,13 +171,17 @@ impl Dashboard<'_> {
         }
     }
 
-    /// The state at the screen's size and the clock's time, drawn.
+    /// The state at the screen's size and the clock's time, drawn. The size is the one
+    /// the frame was made for: the terminal is asked once a draw.
     fn draw(&mut self, screen: &mut Screen) -> io::Result<()> {
-        self.state.resize(view::table_rows(screen.terminal.size()?));
         self.state.tick(now_ms());
+        let state = &mut self.state;
         screen
             .terminal
-            .draw(|frame| view::draw(&self.state, frame))
+            .draw(|frame| {
+                state.resize(view::table_rows(frame.area().as_size()));
+                view::draw(state, frame);
+            })
             .map(drop)
     }
 
