@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 
 use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::{AddressableSession, Discovery, RefusalKind};
+use claude_peer_resolve::{AddressableSession, Discovery};
 use claude_peer_settings::{
     EffectivePolicy, EffectiveValue, MANAGED_SETTINGS_PATH, effective_policy,
 };
 
-use crate::{Error, Recipient, Relay};
+use crate::{Error, Recipient, RefusalKind, Relay};
 
 /// The largest message that is relayed: 64 KiB (65,536 bytes).
 pub const MAX_MESSAGE_BYTES: usize = 65_536;

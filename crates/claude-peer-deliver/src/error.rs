@@ -1,6 +1,6 @@
 //! The crate's one error type.
 
-use claude_peer_resolve::{Refusal, RefusalKind};
+use crate::{Refusal, RefusalKind};
 
 /// Why a message was not delivered.
 ///
@@ -68,7 +68,7 @@ impl Error {
 impl From<claude_peer_resolve::Error> for Error {
     fn from(err: claude_peer_resolve::Error) -> Self {
         match err {
-            claude_peer_resolve::Error::Refused(refusal) => Self::Refused(refusal),
+            claude_peer_resolve::Error::Refused(refusal) => Self::Refused(refusal.into()),
             other => Self::Discovery(other),
         }
     }

@@ -64,6 +64,7 @@ mod courier;
 mod error;
 mod outcome;
 mod program;
+mod refusal;
 mod relay;
 
 pub use courier::{
@@ -75,4 +76,5 @@ pub use program::{
     CommandRelay, DEFAULT_TIMEOUT, ENV_CWD, ENV_NAME, ENV_PID, ENV_SESSION_ID, ENV_SOCKET,
     STDERR_TAIL_BYTES, STDOUT_LINE_BYTES,
 };
+pub use refusal::{Refusal, RefusalKind};
 pub use relay::{Confirmation, Recipient, Relay, RelayFailure};

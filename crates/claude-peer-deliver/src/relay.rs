@@ -4,10 +4,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use claude_peer_registry::{ClaudeHome, Pid};
-use claude_peer_resolve::{AddressableSession, Identity, RefusalKind};
+use claude_peer_resolve::{AddressableSession, Identity};
 use serde::{Deserialize, Serialize};
 
-use crate::Receipt;
+use crate::{Receipt, RefusalKind};
 
 /// The address of the one session a message goes to, as handed to a relay.
 ///

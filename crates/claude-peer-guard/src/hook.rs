@@ -281,7 +281,7 @@ mod tests {
         assert!(refused(ID, "SendMessage", &planned).starts_with("not_live"));
         assert_eq!(
             read_refusal(plans, ID).map(|r| r.kind),
-            Some(RefusalKind::NotLive)
+            Some(RefusalKind::NotLive.into())
         );
         assert!(refused(ID, "SendMessage", &planned).contains("already made"));
     }

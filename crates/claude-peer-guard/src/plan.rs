@@ -8,8 +8,7 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use claude_peer_deliver::Recipient;
-use claude_peer_resolve::{Refusal, RefusalKind};
+use claude_peer_deliver::{Recipient, Refusal, RefusalKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -133,8 +132,12 @@ fn refusal_path(plans: &Path, tool_use_id: &str) -> PathBuf {
     plans.join(format!("{tool_use_id}.refusal.json"))
 }
 
-/// Notes `refusal` for the planned call `tool_use_id`, for the relay to report.
-pub(crate) fn note_refusal(plans: &Path, tool_use_id: &str, refusal: &Refusal) {
+/// Notes the hook's `refusal` of the planned call `tool_use_id`, for the relay to report.
+pub(crate) fn note_refusal(
+    plans: &Path,
+    tool_use_id: &str,
+    refusal: &claude_peer_resolve::Refusal,
+) {
     let noted = json!({"refusal": refusal.kind.as_str(), "message": refusal.message});
     let _ = fs::write(refusal_path(plans, tool_use_id), noted.to_string());
 }
@@ -145,14 +148,7 @@ pub fn read_refusal(plans: &Path, tool_use_id: &str) -> Option<Refusal> {
     let value: Value =
         serde_json::from_slice(&fs::read(refusal_path(plans, tool_use_id)).ok()?).ok()?;
     let name = value.get("refusal")?.as_str()?;
-    let kind = [
-        RefusalKind::NotLive,
-        RefusalKind::IdentityMismatch,
-        RefusalKind::NotAddressable,
-    ]
-    .into_iter()
-    .find(|kind| kind.as_str() == name)
-    .unwrap_or(RefusalKind::DeliveryFailed);
+    let kind = RefusalKind::from_name(name).unwrap_or(RefusalKind::DeliveryFailed);
     let message = value.get("message")?.as_str()?.to_owned();
     Some(Refusal { kind, message })
 }

@@ -2,7 +2,8 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-/// Why a session was not resolved. Clients match on [`RefusalKind::as_str`].
+/// Why a target was not resolved to one live session that can be messaged. Clients
+/// match on [`RefusalKind::as_str`]; the delivery gate adds its own refusals to these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RefusalKind {
@@ -12,11 +13,6 @@ pub enum RefusalKind {
     IdentityMismatch,
     /// Live, but it cannot be messaged.
     NotAddressable,
-    /// The receiving session's inbound policy (as far as files show) refuses messages,
-    /// or cannot be told; nothing was relayed.
-    InboundRefused,
-    /// The relay did not confirm the send: it failed, timed out or crashed.
-    DeliveryFailed,
 }
 
 impl RefusalKind {
@@ -27,9 +23,15 @@ impl RefusalKind {
             Self::NotLive => "not_live",
             Self::IdentityMismatch => "identity_mismatch",
             Self::NotAddressable => "not_addressable",
-            Self::InboundRefused => "inbound_refused",
-            Self::DeliveryFailed => "delivery_failed",
         }
+    }
+
+    /// The refusal whose wire name is `name`, if any.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::NotLive, Self::IdentityMismatch, Self::NotAddressable]
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
     }
 }
 

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use claude_peer_resolve::Refusal;
+use claude_peer_deliver::Refusal;
 
 /// Why a sender could not start or serve a send, or why a mailbox's send was not
 /// delivered.

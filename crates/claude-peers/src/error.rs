@@ -53,7 +53,7 @@ impl Failure {
     }
 
     /// The refusal `refusal`, exit 3.
-    fn refusal(refusal: &claude_peer_resolve::Refusal) -> Self {
+    fn refusal(refusal: &claude_peer_deliver::Refusal) -> Self {
         Self {
             exit: Exit::Refusal,
             key: "refusal",
@@ -69,7 +69,7 @@ impl Failure {
 impl From<&ops::Error> for Failure {
     fn from(err: &ops::Error) -> Self {
         if let Some(refusal) = err.refusal() {
-            return Self::refusal(refusal);
+            return Self::refusal(&refusal);
         }
         let exit = match err {
             ops::Error::Settings(claude_peer_settings::Error::Conflict { .. }) => Exit::Conflict,

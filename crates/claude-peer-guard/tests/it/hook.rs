@@ -180,7 +180,7 @@ fn a_planned_call_to_a_session_that_ended_is_refused_and_the_refusal_noted() {
     assert_eq!(answer.status, 2);
     assert!(answer.err.starts_with("not_live"), "{}", answer.err);
     let noted = read_refusal(plans.path(), "toolu_1_idle").unwrap();
-    assert_eq!(noted.kind, RefusalKind::NotLive);
+    assert_eq!(noted.kind, RefusalKind::NotLive.into());
     assert_eq!(
         format!("{noted}\n"),
         answer.err,

@@ -4,8 +4,7 @@
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Instant;
 
-use claude_peer_deliver::{Confirmation, Outcome, Receipt, Recipient, RelayFailure};
-use claude_peer_resolve::RefusalKind;
+use claude_peer_deliver::{Confirmation, Outcome, Receipt, Recipient, RefusalKind, RelayFailure};
 use claude_peer_transcript::Fact;
 
 use super::{TurnEnd, await_sent};

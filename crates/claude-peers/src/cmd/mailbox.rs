@@ -11,10 +11,9 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
 
-use claude_peer_deliver::Delivered;
+use claude_peer_deliver::{Delivered, Refusal};
 use claude_peer_guard::protocol::MAX_ESCAPED_MESSAGE_BYTES;
 use claude_peer_probe::stream::{self, Line};
-use claude_peer_resolve::Refusal;
 use claude_peer_sender::{Idle, Job, MailboxEvent, MailboxHandle, Reply, Waiting};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use claude_peer_deliver::RefusalKind::Unresolved;
 use claude_peer_deliver::{Delivered, Relay};
 use claude_peer_probe::{OsProcessTable, OsRegistryFs};
 use claude_peer_resolve::{Discovery, LiveSession, RefusalKind, Roster, Scope, Target};
@@ -244,7 +245,7 @@ fn wait_live<'d>(
             err.refusal().is_some_and(|refusal| {
                 matches!(
                     refusal.kind,
-                    RefusalKind::NotLive | RefusalKind::NotAddressable
+                    Unresolved(RefusalKind::NotLive | RefusalKind::NotAddressable)
                 )
             })
         })

@@ -4,8 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use claude_peer_deliver::MAX_MESSAGE_BYTES;
-use claude_peer_resolve::Refusal;
+use claude_peer_deliver::{MAX_MESSAGE_BYTES, Refusal};
 
 /// Why an operation did not succeed.
 #[derive(Debug, thiserror::Error)]
@@ -68,10 +67,13 @@ pub(crate) enum Error {
 }
 
 impl Error {
-    /// The refusal, when this error is one (whichever library said it).
-    pub(crate) fn refusal(&self) -> Option<&Refusal> {
+    /// The refusal, when this error is one, in the gate's terms (whichever library said
+    /// it).
+    pub(crate) fn refusal(&self) -> Option<Refusal> {
         match self {
-            Self::Resolve(err) | Self::Watch(claude_peer_watch::Error::Scan(err)) => err.refusal(),
+            Self::Resolve(err) | Self::Watch(claude_peer_watch::Error::Scan(err)) => {
+                err.refusal().cloned().map(Refusal::from)
+            }
             Self::Deliver(err) | Self::Sender(claude_peer_sender::Error::Delivery(err)) => {
                 deliver_refusal(err)
             }
@@ -115,10 +117,10 @@ impl Error {
 }
 
 /// A delivery's refusal, the registry's own included.
-fn deliver_refusal(err: &claude_peer_deliver::Error) -> Option<&Refusal> {
+fn deliver_refusal(err: &claude_peer_deliver::Error) -> Option<Refusal> {
     match err {
-        claude_peer_deliver::Error::Discovery(err) => err.refusal(),
-        err => err.refusal(),
+        claude_peer_deliver::Error::Discovery(err) => err.refusal().cloned().map(Refusal::from),
+        err => err.refusal().cloned(),
     }
 }
 

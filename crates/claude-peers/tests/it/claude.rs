@@ -200,13 +200,13 @@ fn the_hook_blocks_the_call_when_the_session_changed_after_the_last_check() {
     let mut cleared = recipient_of(&receiver);
     cleared.session_id = "00000000-0000-4000-8000-000000000000".to_owned();
     let failure = relay.send(&cleared, "after clear").unwrap_err();
-    assert_eq!(failure.kind(), RefusalKind::NotLive, "{failure}");
+    assert_eq!(failure.kind(), RefusalKind::NotLive.into(), "{failure}");
 
     // As if the pid now ran another process (another start token).
     let mut reused = recipient_of(&receiver);
     reused.proc_start = Some("1".to_owned());
     let failure = relay.send(&reused, "after reuse").unwrap_err();
-    assert_eq!(failure.kind(), RefusalKind::NotLive, "{failure}");
+    assert_eq!(failure.kind(), RefusalKind::NotLive.into(), "{failure}");
     assert!(failure.message().contains("start token"), "{failure}");
 
     std::thread::sleep(Duration::from_secs(1));
