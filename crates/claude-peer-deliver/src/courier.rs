@@ -9,7 +9,7 @@ use claude_peer_settings::{
     EffectivePolicy, EffectiveValue, MANAGED_SETTINGS_PATH, effective_policy,
 };
 
-use crate::{Error, Recipient, RefusalKind, Relay};
+use crate::{Error, Recipient, Refusal, RefusalKind, Relay};
 
 /// The largest message that is relayed: 64 KiB (65,536 bytes).
 pub const MAX_MESSAGE_BYTES: usize = 65_536;
@@ -186,13 +186,14 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
         };
         let policy = effective_policy(&home.user_settings(), &self.managed_settings, cwd);
         if policy.value == EffectiveValue::Refuse {
-            return Err(Error::refused(
-                RefusalKind::InboundRefused,
-                format!(
+            return Err(Error::Refused(Refusal {
+                kind: RefusalKind::InboundRefused,
+                message: format!(
                     "session {id} refuses messages from other sessions: crossSessionInbound is `refuse` in {}; nothing was relayed",
                     policy.decider()
                 ),
-            ));
+                standing: true,
+            }));
         }
         if !policy.complete {
             return Err(Error::refused(

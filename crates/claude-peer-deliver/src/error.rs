@@ -61,7 +61,11 @@ impl Error {
     }
 
     pub(crate) fn refused(kind: RefusalKind, message: String) -> Self {
-        Self::Refused(Refusal { kind, message })
+        Self::Refused(Refusal {
+            kind,
+            message,
+            standing: false,
+        })
     }
 }
 

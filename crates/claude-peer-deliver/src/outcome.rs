@@ -37,6 +37,23 @@ impl Outcome {
             Self::Refused => "refused",
         }
     }
+
+    /// The outcome whose wire name is `name`, if any.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            Self::Read,
+            Self::Queued,
+            Self::Accepted,
+            Self::Held,
+            Self::Released,
+            Self::Denied,
+            Self::Expired,
+            Self::Refused,
+        ]
+        .into_iter()
+        .find(|outcome| outcome.as_str() == name)
+    }
 }
 
 /// What a receipt rests on, most certain first.
@@ -60,6 +77,14 @@ impl Basis {
             Self::Silence => "silence",
         }
     }
+
+    /// The basis whose wire name is `name`, if any.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Transcript, Self::Notice, Self::Silence]
+            .into_iter()
+            .find(|basis| basis.as_str() == name)
+    }
 }
 
 /// What a receiver did with one message, and what that rests on.
@@ -69,4 +94,23 @@ pub struct Receipt {
     pub outcome: Outcome,
     /// How that is known.
     pub basis: Basis,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Basis, Outcome};
+
+    #[test]
+    fn every_outcome_and_basis_is_found_by_its_wire_name_and_no_other_name_is() {
+        for name in [
+            "read", "queued", "accepted", "held", "released", "denied", "expired", "refused",
+        ] {
+            assert_eq!(Outcome::from_name(name).map(Outcome::as_str), Some(name));
+        }
+        for name in ["transcript", "notice", "silence"] {
+            assert_eq!(Basis::from_name(name).map(Basis::as_str), Some(name));
+        }
+        assert_eq!(Outcome::from_name("Read"), None);
+        assert_eq!(Basis::from_name(""), None);
+    }
 }

@@ -53,6 +53,11 @@ pub struct Refusal {
     pub kind: RefusalKind,
     /// What was found, naming pids, names and paths.
     pub message: String,
+    /// Whether it stands until a person changes something: the receiver's policy is
+    /// `refuse`, so trying again cannot help. Every other refusal may pass later (a
+    /// session that starts, a name that becomes unique, a settings file that becomes
+    /// readable).
+    pub standing: bool,
 }
 
 impl From<claude_peer_resolve::Refusal> for Refusal {
@@ -60,6 +65,7 @@ impl From<claude_peer_resolve::Refusal> for Refusal {
         Self {
             kind: refusal.kind.into(),
             message: refusal.message,
+            standing: false,
         }
     }
 }

@@ -150,5 +150,9 @@ pub fn read_refusal(plans: &Path, tool_use_id: &str) -> Option<Refusal> {
     let name = value.get("refusal")?.as_str()?;
     let kind = RefusalKind::from_name(name).unwrap_or(RefusalKind::DeliveryFailed);
     let message = value.get("message")?.as_str()?.to_owned();
-    Some(Refusal { kind, message })
+    Some(Refusal {
+        kind,
+        message,
+        standing: false,
+    })
 }

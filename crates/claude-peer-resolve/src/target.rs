@@ -111,6 +111,38 @@ impl<P: ProcessTable, F: RegistryFs> Roster<'_, P, F> {
         addressable_or_refused(session.clone())
     }
 
+    /// The one live, addressable session whose working directory is `dir` itself (not
+    /// one below it): `not_live` when none works there, `identity_mismatch` when several
+    /// do, `not_addressable` as [`Roster::resolve`].
+    pub fn resolve_cwd(&self, dir: &Path) -> Result<AddressableSession, Error> {
+        let there: Vec<&LiveSession> = self
+            .live
+            .iter()
+            .filter(|s| {
+                s.record
+                    .cwd
+                    .as_deref()
+                    .is_some_and(|cwd| Path::new(cwd) == dir)
+            })
+            .collect();
+        match there.as_slice() {
+            [] => Err(Error::refused(
+                RefusalKind::NotLive,
+                format!("no live session works in `{}`", dir.display()),
+            )),
+            [session] => addressable_or_refused((*session).clone()),
+            several => Err(Error::refused(
+                RefusalKind::IdentityMismatch,
+                format!(
+                    "{} live sessions work in `{}`: {}",
+                    several.len(),
+                    dir.display(),
+                    describe(several)
+                ),
+            )),
+        }
+    }
+
     /// The session `show` displays for `given`, by the same rule as
     /// [`Roster::resolve`]: the live session it names, messageable or not; else, for a
     /// session id that no live process runs, its leftover record. The refusals are

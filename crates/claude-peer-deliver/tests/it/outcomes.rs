@@ -121,6 +121,10 @@ fn a_refusing_session_is_refused_as_inbound_refused_and_the_relay_never_starts()
         message.contains(&world.home().user_settings().display().to_string()),
         "the refusal names the file that refuses: {message}"
     );
+    assert!(
+        world.standing(&live.id),
+        "refuse stands: trying again cannot help"
+    );
 }
 
 #[test]
@@ -168,6 +172,10 @@ fn a_settings_file_that_does_not_parse_refuses_because_the_policy_is_in_doubt() 
 
     assert_eq!(kind, "inbound_refused");
     assert!(message.contains("cannot be told"), "{message}");
+    assert!(
+        !world.standing(&live.id),
+        "a policy in doubt may be told later"
+    );
 }
 
 #[test]

@@ -135,6 +135,16 @@ impl World {
         (CommandRelay::new(script), marker)
     }
 
+    /// Whether the refusal of a send to `id` stands until a person changes something.
+    pub(crate) fn standing(&self, id: &str) -> bool {
+        let (relay, _) = self.marker_relay();
+        let err = self
+            .courier()
+            .deliver(self.home(), id, "hello", &relay)
+            .unwrap_err();
+        err.refusal().expect("a refusal").standing
+    }
+
     /// Sends `hello` to `id` through a relay that leaves a marker if it starts: the refusal's
     /// wire name and message, once it is checked that the relay never started.
     pub(crate) fn refused(&self, id: &str) -> (&'static str, String) {
