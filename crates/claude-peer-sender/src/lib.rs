@@ -30,6 +30,7 @@ mod error;
 mod headless;
 mod mailbox;
 mod name;
+mod private_dir;
 mod relay;
 mod stream;
 mod witness;
@@ -41,4 +42,5 @@ pub use mailbox::{
     Job, Mailbox, MailboxEvent, MailboxHandle, MailboxReceipt, Open, Reply, Wait, Waiting, Waker,
 };
 pub use name::{MAX_SENDER_NAME_BYTES, check_sender_name};
+pub use private_dir::{default_runtime_dir, private_dir};
 pub use relay::{Batch, Capabilities, ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};

@@ -1,107 +1,34 @@
 //! The sender's private Claude home and its per-run secret.
 
 use std::fmt::Write as _;
-use std::fs::{self, DirBuilder};
+use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// The private Claude home senders run in: `claude-peers/sender-home` under
-/// `$XDG_RUNTIME_DIR` when it is this user's own and 0700 (as the XDG spec requires of
-/// it), else under `$XDG_CACHE_HOME`, else `~/.cache`. Never the user's own home: a
-/// sender there would appear in the user's registry and run the user's hooks.
+use crate::{default_runtime_dir, private_dir};
+
+/// The private Claude home senders run in: `sender-home` in the
+/// [`default_runtime_dir`]. Never the user's own home: a sender there would appear in the
+/// user's registry and run the user's hooks.
 #[must_use]
 pub fn default_sender_home() -> Option<PathBuf> {
-    let var = |name| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    let uid = rustix::process::getuid().as_raw();
-    let base = var("XDG_RUNTIME_DIR")
-        .filter(|dir| {
-            fs::symlink_metadata(dir)
-                .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o777 == 0o700)
-        })
-        .or_else(|| var("XDG_CACHE_HOME"))
-        .or_else(|| var("HOME").map(|home| home.join(".cache")))?;
-    Some(base.join("claude-peers").join("sender-home"))
+    default_runtime_dir().map(|dir| dir.join("sender-home"))
 }
 
-/// Makes the private home ready: every directory on its way, from `/` down, belongs to
-/// this user or root and no one else may write to it (but for sticky ones such as
-/// `/tmp`, where others cannot move what is ours); the missing ones are created 0700,
-/// one by one; the home itself is this user's, 0700, with a `.claude.json` that lets a
-/// headless Claude Code start without onboarding. Otherwise someone else could put their
-/// own settings, and so their hooks, in the home Claude Code runs with. Returns the home
-/// with every link on its way resolved, the path the sender is given.
+/// Makes the private home ready: a [`private_dir`] (so no one else can put their own
+/// settings, and so their hooks, in the home Claude Code runs with) with a
+/// `.claude.json` that lets a headless Claude Code start without onboarding, and its
+/// `runs/`. Returns the home with every link on its way resolved, the path the sender is
+/// given.
 pub(super) fn prepare_home(home: &Path) -> io::Result<PathBuf> {
-    let uid = rustix::process::getuid().as_raw();
-    let (existing, missing) = split_existing(home)?;
-    let mut path = fs::canonicalize(&existing)?;
-    for dir in path.ancestors().collect::<Vec<_>>().into_iter().rev() {
-        check_dir(dir, uid, Some(0))?;
-    }
-    for name in missing {
-        path.push(name);
-        match DirBuilder::new().mode(0o700).create(&path) {
-            Err(err) if err.kind() != io::ErrorKind::AlreadyExists => return Err(err),
-            _ => check_dir(&path, uid, None)?,
-        }
-    }
-    check_dir(&path, uid, None)?;
-    if fs::symlink_metadata(&path)?.mode() & 0o777 != 0o700 {
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o700))?;
-    }
+    let path = private_dir(home)?;
     let config = path.join(".claude.json");
     if !config.exists() {
         fs::write(config, br#"{"hasCompletedOnboarding":true}"#)?;
     }
-    match DirBuilder::new().mode(0o700).create(path.join("runs")) {
-        Err(err) if err.kind() != io::ErrorKind::AlreadyExists => return Err(err),
-        _ => check_dir(&path.join("runs"), uid, None)?,
-    }
+    private_dir(&path.join("runs"))?;
     Ok(path)
-}
-
-/// The longest existing prefix of `path` and the names below it, in order.
-fn split_existing(path: &Path) -> io::Result<(PathBuf, Vec<std::ffi::OsString>)> {
-    let mut existing = path.to_path_buf();
-    let mut missing = Vec::new();
-    while fs::symlink_metadata(&existing).is_err() {
-        let Some(name) = existing.file_name() else {
-            return Err(io::Error::other(format!(
-                "`{}` has no existing directory on its way",
-                path.display()
-            )));
-        };
-        missing.push(name.to_owned());
-        existing.pop();
-    }
-    missing.reverse();
-    Ok((existing, missing))
-}
-
-/// A directory of `uid` (or of `also`, root for the system's directories above the
-/// home) that no one else may write to, unless it is sticky; the error names it.
-fn check_dir(dir: &Path, uid: u32, also: Option<u32>) -> io::Result<()> {
-    let meta = fs::symlink_metadata(dir)?;
-    let wrong = if !meta.is_dir() {
-        "is not a directory".to_owned()
-    } else if meta.uid() != uid && Some(meta.uid()) != also {
-        format!("belongs to uid {}, not to this user", meta.uid())
-    } else if meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0 {
-        format!(
-            "may be written by other users (mode {:o}), who could replace what is below it",
-            meta.mode() & 0o777
-        )
-    } else {
-        return Ok(());
-    };
-    Err(io::Error::new(
-        io::ErrorKind::PermissionDenied,
-        format!("`{}` {wrong}", dir.display()),
-    ))
 }
 
 /// The prefix of this process's run directories: `run-<pid>-`, so a later start can tell
@@ -152,7 +79,7 @@ pub(super) fn secret() -> io::Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{PermissionsExt, symlink};
 
     use super::*;
 
