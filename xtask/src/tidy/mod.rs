@@ -22,7 +22,7 @@ use string_errors::string_errors;
 use crate::{cargo_bin, workspace_root};
 
 /// ARCHITECTURE.md's layers, bottom-up: a crate may depend only on crates before it.
-const LAYERS: [&str; 11] = [
+const LAYERS: [&str; 12] = [
     "claude-peer-registry",
     "claude-peer-endpoint",
     "claude-peer-probe",
@@ -33,6 +33,7 @@ const LAYERS: [&str; 11] = [
     "claude-peer-deliver",
     "claude-peer-guard",
     "claude-peer-sender",
+    "claude-peer-post",
     COMMAND,
 ];
 /// The command crate: the one crate that is not a library, so the one allowed a

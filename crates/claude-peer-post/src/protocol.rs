@@ -1,0 +1,199 @@
+//! The post office's protocol: JSON lines on its Unix socket, one request a line, and
+//! the shape of a message record everywhere it is shown.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Address, AddressKind, Change, Error, Message, State};
+
+/// The longest request line: a message of 64 KiB, escaped as JSON at its worst (six
+/// bytes a byte), and room for the rest.
+pub const MAX_REQUEST_BYTES: usize = 6 * claude_peer_deliver::MAX_MESSAGE_BYTES + 4096;
+
+/// One request: `{"op": …, …}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// Store a message: answered with its record (the first one's, for a key used before).
+    Post {
+        /// The sender's name.
+        from: String,
+        /// An idempotency key.
+        #[serde(default)]
+        key: Option<String>,
+        /// `session_id`, `name` or `cwd`.
+        to_kind: String,
+        /// The id, name or directory.
+        to: String,
+        /// The exact text.
+        text: String,
+        /// How long it may wait, in ms.
+        expire_ms: u64,
+    },
+    /// One message's record.
+    Get {
+        /// Its post id.
+        id: String,
+    },
+    /// Every message not yet final, oldest first: a record a line, then the end.
+    Outbox,
+    /// Messages newest first, as [`crate::LogFilter`] picks them: a record a line, then
+    /// the end.
+    Log {
+        /// Only those to this id, name or directory.
+        #[serde(default)]
+        to: Option<String>,
+        /// Only those in this state.
+        #[serde(default)]
+        state: Option<String>,
+        /// Only those posted at or after this time (ms since the epoch).
+        #[serde(default)]
+        since_ms: Option<u64>,
+        /// At most this many.
+        #[serde(default)]
+        limit: Option<u64>,
+    },
+    /// Cancel a waiting or unknown message.
+    Cancel {
+        /// Its post id.
+        id: String,
+    },
+    /// Try an unknown message again.
+    Retry {
+        /// Its post id.
+        id: String,
+    },
+    /// Whether the post office answers, and its pid.
+    Ping,
+}
+
+/// One answer line: the end of an answer, which says whether it succeeded, or one record
+/// of several (for `outbox` and `log`) before it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Answer {
+    /// The end: the request failed, nothing was changed.
+    Failed {
+        /// Always `false`.
+        ok: bool,
+        /// The error's stable name.
+        error: String,
+        /// What went wrong, naming the file or the message.
+        message: String,
+    },
+    /// The end: success, with the record asked for or the post office's pid.
+    Done {
+        /// Always `true`.
+        ok: bool,
+        /// The record of a `post`, `get`, `cancel` or `retry`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<Record>,
+        /// The post office's pid, for `ping`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+    },
+    /// One of the records of the answer.
+    Record {
+        /// The record.
+        record: Record,
+    },
+}
+
+/// A message record as every front end shows it, every key always present.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The post id.
+    pub id: String,
+    /// The sender's name.
+    pub from: String,
+    /// The id, name or directory it is for.
+    pub to: String,
+    /// `session_id`, `name` or `cwd`.
+    pub to_kind: String,
+    /// The exact text.
+    pub text: String,
+    /// Its state.
+    pub state: String,
+    /// Why it waits, was refused or is unknown.
+    pub reason: Option<String>,
+    /// What the receiver did with it.
+    pub receipt: Option<String>,
+    /// What that rests on.
+    pub receipt_basis: Option<String>,
+    /// Claude Code's id of the sent message.
+    pub msg_id: Option<String>,
+    /// The receiving session.
+    pub session_id: Option<String>,
+    /// How many attempts began.
+    pub attempts: u32,
+    /// When it was posted (ms since the epoch).
+    pub created_at_ms: u64,
+    /// When it expires unless delivered.
+    pub expires_at_ms: u64,
+    /// Every change, oldest first.
+    pub timeline: Vec<RecordChange>,
+}
+
+/// One change in a [`Record`]'s timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordChange {
+    /// The state it moved to.
+    pub state: String,
+    /// When (ms since the epoch).
+    pub at_ms: u64,
+    /// The receipt it recorded.
+    pub receipt: Option<String>,
+    /// What happened, in words.
+    pub detail: Option<String>,
+}
+
+impl From<&Message> for Record {
+    fn from(message: &Message) -> Self {
+        Self {
+            id: message.id.clone(),
+            from: message.from.clone(),
+            to: message.to.value().to_owned(),
+            to_kind: message.to.kind().as_str().to_owned(),
+            text: message.text.clone(),
+            state: message.state.as_str().to_owned(),
+            reason: message.reason.clone(),
+            receipt: message.receipt.map(|r| r.outcome.as_str().to_owned()),
+            receipt_basis: message.receipt.map(|r| r.basis.as_str().to_owned()),
+            msg_id: message.msg_id.clone(),
+            session_id: message.session_id.clone(),
+            attempts: message.attempts,
+            created_at_ms: message.created_at_ms,
+            expires_at_ms: message.expires_at_ms,
+            timeline: message.timeline.iter().map(RecordChange::from).collect(),
+        }
+    }
+}
+
+impl From<&Change> for RecordChange {
+    fn from(change: &Change) -> Self {
+        Self {
+            state: change.state.as_str().to_owned(),
+            at_ms: change.at_ms,
+            receipt: change.receipt.map(|r| r.outcome.as_str().to_owned()),
+            detail: change.detail.clone(),
+        }
+    }
+}
+
+/// The address a `post` request names, or why it names none.
+pub(crate) fn address(kind: &str, value: String) -> Result<Address, Error> {
+    AddressKind::from_name(kind)
+        .map(|kind| Address::new(kind, value))
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "`{kind}` is no kind of address (session_id, name or cwd)"
+            ))
+        })
+}
+
+/// The state a `log` request names, or why it names none.
+pub(crate) fn state(name: &str) -> Result<State, Error> {
+    State::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
+        Error::Invalid(format!("`{name}` is no state ({})", names.join(", ")))
+    })
+}

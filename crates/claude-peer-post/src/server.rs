@@ -1,0 +1,399 @@
+//! The post office on its socket: one thread owns the store and the deliverer; a thread
+//! for each client and one following the registry feed it requests and wake-ups.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use claude_peer_deliver::Relay;
+use claude_peer_registry::ClaudeHome;
+use claude_peer_watch::Watcher;
+
+use crate::lock::Lock;
+use crate::protocol::{self, Answer, MAX_REQUEST_BYTES, Record, Request};
+use crate::{Error, LogFilter, NewMessage, PostOffice, Step};
+
+/// The socket's file name in the runtime directory.
+pub const SOCKET_FILE: &str = "post.sock";
+
+/// How long a post office with nothing waiting and no client stays, unless told.
+pub const DEFAULT_IDLE_EXIT: Duration = Duration::from_secs(600);
+
+/// Records an answer may have in flight to a slow client before the owner waits for it.
+const ANSWER_BACKLOG: usize = 64;
+
+/// What the owner thread is fed.
+enum Input {
+    Request(Request, SyncSender<Answer>),
+    /// The registry changed: an address may resolve now.
+    Registry,
+    Stop,
+}
+
+/// Stops a running [`Server`] from another thread (a signal handler's).
+#[derive(Debug, Clone)]
+pub struct Stopper(Sender<Input>);
+
+impl Stopper {
+    /// Makes [`Server::run`] return once its current step is done.
+    pub fn stop(&self) {
+        let _ = self.0.send(Input::Stop);
+    }
+}
+
+/// A post office bound to its socket, holding the lock that makes it the user's only one.
+#[derive(Debug)]
+pub struct Server {
+    lock: Lock,
+    listener: UnixListener,
+    socket: SocketFile,
+    inputs: (Sender<Input>, Receiver<Input>),
+}
+
+/// The bound socket's file, removed when the server ends (a killed one's is replaced by
+/// the next).
+#[derive(Debug)]
+struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Request(..) => "Request",
+            Self::Registry => "Registry",
+            Self::Stop => "Stop",
+        })
+    }
+}
+
+impl Server {
+    /// Takes the lock in the private directory `dir` (made so when missing), then binds
+    /// `post.sock` there (0600), replacing one a killed post office left: only the lock's
+    /// holder ever binds it.
+    pub fn bind(dir: &Path) -> Result<Self, Error> {
+        let dir = claude_peer_sender::private_dir(dir).map_err(|source| Error::Dir {
+            path: dir.to_owned(),
+            source,
+        })?;
+        let lock = Lock::take(&dir)?;
+        let socket = dir.join(SOCKET_FILE);
+        let io = |source| Error::Io {
+            path: socket.clone(),
+            source,
+        };
+        match std::fs::remove_file(&socket) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(io(err)),
+            _ => {}
+        }
+        let listener = UnixListener::bind(&socket).map_err(io)?;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+        Ok(Self {
+            lock,
+            listener,
+            socket: SocketFile(socket),
+            inputs: mpsc::channel(),
+        })
+    }
+
+    /// Its socket.
+    #[must_use]
+    pub fn socket(&self) -> &Path {
+        &self.socket.0
+    }
+
+    /// What stops it.
+    #[must_use]
+    pub fn stopper(&self) -> Stopper {
+        Stopper(self.inputs.0.clone())
+    }
+
+    /// Serves until stopped, or until `idle_exit` has passed with nothing waiting and no
+    /// client: answers requests, and passes over the waiting messages whenever the
+    /// registry of `home` changes, a message is posted, or a backoff or expiry is due.
+    pub fn run<R: Relay>(
+        self,
+        mut office: PostOffice<R>,
+        home: &ClaudeHome,
+        idle_exit: Option<Duration>,
+    ) -> Result<(), Error> {
+        // The lock and the socket's file last until this returns.
+        let Self {
+            lock: _lock,
+            listener,
+            socket: _socket,
+            inputs: (to, inputs),
+        } = self;
+        let clients = Arc::new(AtomicUsize::new(0));
+        accept(listener, to.clone(), Arc::clone(&clients))?;
+        follow(home.clone(), to)?;
+        office.recover()?;
+        let mut due = Some(Instant::now());
+        let mut quiet_since = Instant::now();
+        loop {
+            let wait = due.map_or(Duration::from_secs(1), |at| {
+                at.saturating_duration_since(Instant::now())
+                    .min(Duration::from_secs(1))
+            });
+            match inputs.recv_timeout(wait) {
+                Ok(Input::Request(request, reply)) => {
+                    if answer(&mut office, request, &reply) {
+                        due = Some(Instant::now());
+                    }
+                }
+                Ok(Input::Registry) => due = Some(Instant::now()),
+                Ok(Input::Stop) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if due.is_some_and(|at| at <= Instant::now()) {
+                due = match office.pass() {
+                    Ok(_) => next_due(&mut office)?,
+                    // The registry could not be read: try again in a second.
+                    Err(Error::Registry(_)) => Some(Instant::now() + Duration::from_secs(1)),
+                    Err(err) => return Err(err),
+                };
+            }
+            let busy = clients.load(Ordering::Acquire) > 0 || office.store().has_open()?;
+            if busy {
+                quiet_since = Instant::now();
+            } else if idle_exit.is_some_and(|idle| quiet_since.elapsed() >= idle) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// When the next pass is due: the earliest backoff or expiry of a waiting message.
+fn next_due<R: Relay>(office: &mut PostOffice<R>) -> Result<Option<Instant>, Error> {
+    let now = crate::office::now_ms();
+    Ok(office
+        .store()
+        .next_due_ms(now)?
+        .map(|at| Instant::now() + Duration::from_millis(at.saturating_sub(now))))
+}
+
+/// Answers `request` on `reply`; whether it may have made a message ready to go.
+fn answer<R: Relay>(
+    office: &mut PostOffice<R>,
+    request: Request,
+    reply: &SyncSender<Answer>,
+) -> bool {
+    let now = crate::office::now_ms();
+    let done = |record: Option<Record>| Answer::Done {
+        ok: true,
+        record,
+        pid: None,
+    };
+    let record = |message: &crate::Message| Some(Record::from(message));
+    let mut ready = false;
+    let result: Result<Answer, Error> = match request {
+        Request::Post {
+            from,
+            key,
+            to_kind,
+            to,
+            text,
+            expire_ms,
+        } => protocol::address(&to_kind, to)
+            .and_then(|to| {
+                let new = NewMessage {
+                    from,
+                    key,
+                    to,
+                    text,
+                    expires_at_ms: now.saturating_add(expire_ms),
+                };
+                ready = true;
+                office.store().post(&new, now)
+            })
+            .map(|posted| done(record(&posted.message))),
+        Request::Get { id } => office
+            .store()
+            .get(&id)
+            .and_then(|found| found.ok_or(Error::NoSuchMessage(id)))
+            .map(|message| done(record(&message))),
+        Request::Cancel { id } => office
+            .store()
+            .step(&id, &Step::Cancel, now)
+            .map(|message| done(record(&message))),
+        Request::Retry { id } => {
+            ready = true;
+            office
+                .store()
+                .step(&id, &Step::Retry, now)
+                .map(|message| done(record(&message)))
+        }
+        Request::Outbox => office
+            .store()
+            .outbox(|message| stream(reply, &message))
+            .map(|()| done(None)),
+        Request::Log {
+            to,
+            state,
+            since_ms,
+            limit,
+        } => state
+            .as_deref()
+            .map(protocol::state)
+            .transpose()
+            .and_then(|state| {
+                let filter = LogFilter {
+                    to,
+                    state,
+                    since_ms,
+                    limit,
+                };
+                office
+                    .store()
+                    .log(&filter, |message| stream(reply, &message))
+            })
+            .map(|()| done(None)),
+        Request::Ping => Ok(Answer::Done {
+            ok: true,
+            record: None,
+            pid: Some(std::process::id()),
+        }),
+    };
+    let _ = reply.send(result.unwrap_or_else(|err| failed(&err)));
+    ready
+}
+
+fn stream(reply: &SyncSender<Answer>, message: &crate::Message) -> std::ops::ControlFlow<()> {
+    let answer = Answer::Record {
+        record: Record::from(message),
+    };
+    if reply.send(answer).is_ok() {
+        std::ops::ControlFlow::Continue(())
+    } else {
+        std::ops::ControlFlow::Break(())
+    }
+}
+
+fn failed(err: &Error) -> Answer {
+    Answer::Failed {
+        ok: false,
+        error: err.as_str().to_owned(),
+        message: err.to_string(),
+    }
+}
+
+/// Accepts clients on a thread of its own, a thread each.
+fn accept(
+    listener: UnixListener,
+    to: Sender<Input>,
+    clients: Arc<AtomicUsize>,
+) -> Result<(), Error> {
+    spawn("post-accept", move || {
+        for stream in listener.incoming().flatten() {
+            let (to, clients) = (to.clone(), Arc::clone(&clients));
+            let _ = thread::Builder::new()
+                .name("post-client".to_owned())
+                .spawn(move || {
+                    clients.fetch_add(1, Ordering::AcqRel);
+                    serve_client(stream, &to);
+                    clients.fetch_sub(1, Ordering::AcqRel);
+                });
+        }
+    })
+}
+
+/// Follows the registry on a thread of its own: each burst of changes is one wake-up.
+fn follow(home: ClaudeHome, to: Sender<Input>) -> Result<(), Error> {
+    let mut watcher = Watcher::os(home).map_err(Error::Watch)?;
+    spawn("post-watch", move || {
+        while let Ok(next) = watcher.next_event(Duration::from_secs(3600)) {
+            if next.is_some() && to.send(Input::Registry).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+fn spawn(name: &str, work: impl FnOnce() + Send + 'static) -> Result<(), Error> {
+    thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(work)
+        .map(drop)
+        .map_err(Error::Thread)
+}
+
+/// One client: only this user's (by the socket's peer credentials); a request a line,
+/// each line at most [`MAX_REQUEST_BYTES`], each answered in full before the next.
+fn serve_client(stream: UnixStream, to: &Sender<Input>) {
+    let Ok(mut out) = stream.try_clone() else {
+        return;
+    };
+    let uid = rustix::process::getuid().as_raw();
+    let peer = rustix::net::sockopt::socket_peercred(&stream).map(|cred| cred.uid.as_raw());
+    if peer.ok() != Some(uid) {
+        let refusal = Answer::Failed {
+            ok: false,
+            error: "not_your_post_office".to_owned(),
+            message: format!("this post office serves uid {uid} only"),
+        };
+        let _ = write_line(&mut out, &refusal);
+        return;
+    }
+    let mut lines = BufReader::new(stream);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let limit = u64::try_from(MAX_REQUEST_BYTES).unwrap_or(u64::MAX) + 1;
+        match (&mut lines).take(limit).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.last() != Some(&b'\n') {
+            let too_long = Answer::Failed {
+                ok: false,
+                error: "request_too_long".to_owned(),
+                message: format!("a request line is at most {MAX_REQUEST_BYTES} bytes"),
+            };
+            let _ = write_line(&mut out, &too_long);
+            return;
+        }
+        let request = match serde_json::from_slice::<Request>(&line) {
+            Ok(request) => request,
+            Err(err) => {
+                let bad = Answer::Failed {
+                    ok: false,
+                    error: "bad_request".to_owned(),
+                    message: format!("the request is not one this post office takes: {err}"),
+                };
+                if write_line(&mut out, &bad).is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let (reply, answers) = mpsc::sync_channel(ANSWER_BACKLOG);
+        if to.send(Input::Request(request, reply)).is_err() {
+            return;
+        }
+        for answer in answers {
+            let last = !matches!(answer, Answer::Record { .. });
+            if write_line(&mut out, &answer).is_err() {
+                return;
+            }
+            if last {
+                break;
+            }
+        }
+    }
+}
+
+fn write_line(out: &mut impl Write, answer: &Answer) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(answer).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line).and_then(|()| out.flush())
+}

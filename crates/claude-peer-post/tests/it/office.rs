@@ -1,0 +1,289 @@
+//! The deliverer on real processes and files: live child processes registered as
+//! sessions, the real gate, and a relay program that writes down what it was handed.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use claude_peer_deliver::{CommandRelay, Courier};
+use claude_peer_post::{Address, Message, NewMessage, Pass, PostOffice, State, Step, Store};
+use claude_peer_testkit::home::TempHome;
+use claude_peer_testkit::process::{Sleeper, proc_start, shell_script};
+use serde_json::json;
+
+/// A Claude home with sessions, a store, and a relay that appends `<name>: <text>` to a
+/// file for each message it is handed.
+struct World {
+    sleepers: Vec<Sleeper>,
+    temp: TempHome,
+}
+
+fn now_ms() -> u64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    u64::try_from(since.as_millis()).unwrap()
+}
+
+impl World {
+    fn new(policy: &str) -> Self {
+        let temp = TempHome::new().unwrap();
+        fs::set_permissions(temp.root(), fs::Permissions::from_mode(0o700)).unwrap();
+        let settings = json!({ "crossSessionInbound": policy });
+        fs::write(temp.claude().user_settings(), settings.to_string()).unwrap();
+        Self {
+            sleepers: Vec::new(),
+            temp,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.temp.root().join(name)
+    }
+
+    /// A live session `id` named `name` working in `cwd` (made under the home).
+    fn session(&mut self, id: &str, name: &str, cwd: &str) -> u32 {
+        let sleeper = Sleeper::spawn().unwrap();
+        let pid = sleeper.pid();
+        self.sleepers.push(sleeper);
+        let cwd = self.path(cwd);
+        fs::create_dir_all(&cwd).unwrap();
+        let socket = self.temp.socket(pid).unwrap();
+        let record = json!({
+            "pid": pid, "sessionId": id, "cwd": cwd, "startedAt": 1_764_460_800_000_u64,
+            "procStart": proc_start(pid).unwrap(), "version": "2.1.332", "peerProtocol": 1,
+            "kind": "interactive", "entrypoint": "cli", "messagingSocketPath": socket,
+            "name": name, "nameSource": "derived", "status": "idle",
+        });
+        self.temp.write_record(pid, record.to_string()).unwrap();
+        pid
+    }
+
+    /// A post office over a store in the home, whose relay runs `body` after it wrote
+    /// down what it was handed.
+    fn office(&self, body: &str) -> PostOffice<CommandRelay> {
+        let handed = self.path("handed");
+        let script = shell_script(
+            self.path("relay"),
+            &format!(
+                "printf '%s: %s\\n' \"$CLAUDE_PEERS_TARGET_NAME\" \"$(cat)\" >> '{}'\n{body}",
+                handed.display()
+            ),
+        )
+        .unwrap();
+        let store = Store::open(&self.path("state/post.db")).unwrap();
+        let courier = Courier::os().with_managed_settings(self.path("managed-settings.json"));
+        PostOffice::new(
+            store,
+            courier,
+            self.temp.claude().clone(),
+            CommandRelay::new(script),
+        )
+    }
+
+    /// What the relay was handed, a line a message.
+    fn handed(&self) -> Vec<String> {
+        fs::read_to_string(self.path("handed"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+const SENT: &str = "echo '{\"sent\":true}'";
+
+fn post(office: &mut PostOffice<CommandRelay>, to: Address, text: &str) -> String {
+    let new = NewMessage {
+        from: "build-bot".to_owned(),
+        key: None,
+        to,
+        text: text.to_owned(),
+        expires_at_ms: now_ms() + 60_000,
+    };
+    office.store().post(&new, now_ms()).unwrap().message.id
+}
+
+fn get(office: &mut PostOffice<CommandRelay>, id: &str) -> Message {
+    office.store().get(id).unwrap().unwrap()
+}
+
+fn name(value: &str) -> Address {
+    Address::Name(value.to_owned())
+}
+
+#[test]
+fn a_message_to_a_name_waits_for_a_session_of_that_name_then_goes_once() {
+    let mut world = World::new("accept");
+    let mut office = world.office(SENT);
+    let id = post(&mut office, name("reviewer"), "the build is green");
+    let pass = office.pass().unwrap();
+    assert_eq!(
+        pass,
+        Pass {
+            waiting: 1,
+            ..Pass::default()
+        }
+    );
+    let waiting = get(&mut office, &id);
+    assert_eq!(waiting.state, State::Waiting);
+    let reason = waiting.reason.unwrap();
+    assert!(
+        reason.starts_with("not_live") && reason.contains("reviewer"),
+        "{reason}"
+    );
+    assert!(world.handed().is_empty());
+
+    world.session("8668bde0-50ff-4b1e-a7dc-8a4dcbefad57", "reviewer", "repo");
+    assert_eq!(office.pass().unwrap().delivered, 1);
+    assert_eq!(
+        office.pass().unwrap(),
+        Pass::default(),
+        "nothing is sent twice"
+    );
+    assert_eq!(world.handed(), ["reviewer: the build is green"]);
+    let delivered = get(&mut office, &id);
+    assert_eq!(delivered.state, State::Delivered);
+    assert_eq!(
+        delivered.session_id.as_deref(),
+        Some("8668bde0-50ff-4b1e-a7dc-8a4dcbefad57")
+    );
+    let states: Vec<State> = delivered.timeline.iter().map(|c| c.state).collect();
+    assert_eq!(
+        states,
+        [
+            State::Waiting,
+            State::Waiting,
+            State::Sending,
+            State::Delivered
+        ]
+    );
+}
+
+#[test]
+fn messages_to_one_address_go_in_order_and_a_waiting_address_holds_back_no_other() {
+    let mut world = World::new("accept");
+    let mut office = world.office(SENT);
+    world.session("s-ada", "ada", "a");
+    for text in ["one", "two", "three"] {
+        post(&mut office, name("ada"), text);
+    }
+    let nobody = post(&mut office, name("nobody"), "lost?");
+    post(&mut office, name("ada"), "four");
+    let pass = office.pass().unwrap();
+    assert_eq!((pass.delivered, pass.waiting), (4, 1));
+    assert_eq!(
+        world.handed(),
+        ["ada: one", "ada: two", "ada: three", "ada: four"]
+    );
+    assert_eq!(get(&mut office, &nobody).state, State::Waiting);
+}
+
+#[test]
+fn a_refusing_receiver_is_final_and_never_tried_again() {
+    let mut world = World::new("refuse");
+    let mut office = world.office(SENT);
+    world.session("s-r", "reviewer", "r");
+    let id = post(&mut office, name("reviewer"), "hi");
+    assert_eq!(office.pass().unwrap().refused, 1);
+    let refused = get(&mut office, &id);
+    assert_eq!((refused.state, refused.attempts), (State::Refused, 0));
+    assert!(
+        refused
+            .reason
+            .unwrap()
+            .contains("crossSessionInbound is `refuse`")
+    );
+    assert_eq!(office.pass().unwrap(), Pass::default());
+    assert!(world.handed().is_empty(), "the relay never ran");
+}
+
+#[test]
+fn a_failed_attempt_waits_its_backoff_and_a_name_two_sessions_hold_waits_saying_so() {
+    let mut world = World::new("accept");
+    let mut office = world.office("echo 'socket refused' >&2; exit 1");
+    world.session("s-1", "ops", "o");
+    let id = post(&mut office, name("ops"), "restart");
+    let later = post(&mut office, name("ops"), "and then this");
+    assert_eq!(office.pass().unwrap().waiting, 2);
+    let failed = get(&mut office, &id);
+    assert_eq!((failed.state, failed.attempts), (State::Waiting, 1));
+    assert!(
+        failed
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("delivery_failed")
+    );
+    assert!(
+        failed.not_before_ms >= now_ms() + 1000,
+        "about 2 s from now"
+    );
+    // Within the backoff nothing is tried, and the later message keeps its turn.
+    office.pass().unwrap();
+    assert_eq!(world.handed().len(), 1);
+    assert_eq!(get(&mut office, &later).attempts, 0);
+
+    world.session("s-2", "review", "r1");
+    world.session("s-3", "review", "r2");
+    let twice = post(&mut office, name("review"), "which one?");
+    office.pass().unwrap();
+    let reason = get(&mut office, &twice).reason.unwrap();
+    assert!(
+        reason.starts_with("identity_mismatch")
+            && reason.contains("2 live sessions are named `review`"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_cwd_address_takes_the_one_session_working_in_that_directory() {
+    let mut world = World::new("accept");
+    let mut office = world.office(SENT);
+    world.session("s-top", "top", "work");
+    world.session("s-below", "below", "work/sub");
+    let dir = world.path("work").to_str().unwrap().to_owned();
+    post(&mut office, Address::Cwd(dir.clone()), "to work");
+    assert_eq!(office.pass().unwrap().delivered, 1);
+    assert_eq!(world.handed(), ["top: to work"], "not the one below it");
+    world.session("s-other", "other", "work");
+    let id = post(&mut office, Address::Cwd(dir), "to whom?");
+    office.pass().unwrap();
+    let reason = get(&mut office, &id).reason.unwrap();
+    assert!(reason.contains("2 live sessions work in"), "{reason}");
+}
+
+#[test]
+fn an_expired_message_is_not_delivered_when_its_session_starts_later() {
+    let mut world = World::new("accept");
+    let mut office = world.office(SENT);
+    let new = NewMessage {
+        from: "build-bot".to_owned(),
+        key: None,
+        to: name("late"),
+        text: "too late".to_owned(),
+        expires_at_ms: now_ms() + 300,
+    };
+    let id = office.store().post(&new, now_ms()).unwrap().message.id;
+    std::thread::sleep(Duration::from_millis(400));
+    world.session("s-late", "late", "l");
+    assert_eq!(office.pass().unwrap().expired, 1);
+    assert_eq!(get(&mut office, &id).state, State::Expired);
+    office.pass().unwrap();
+    assert!(world.handed().is_empty());
+}
+
+#[test]
+fn what_a_stopped_office_left_sending_is_unknown_and_never_sent_by_itself() {
+    let mut world = World::new("accept");
+    let mut office = world.office(SENT);
+    world.session("s-r", "reviewer", "r");
+    let id = post(&mut office, name("reviewer"), "maybe sent");
+    office.store().step(&id, &Step::Send, now_ms()).unwrap();
+    assert_eq!(office.recover().unwrap(), std::slice::from_ref(&id));
+    assert_eq!(get(&mut office, &id).state, State::Unknown);
+    office.pass().unwrap();
+    assert!(world.handed().is_empty());
+    office.store().step(&id, &Step::Retry, now_ms()).unwrap();
+    assert_eq!(office.pass().unwrap().delivered, 1);
+    assert_eq!(world.handed(), ["reviewer: maybe sent"]);
+}
