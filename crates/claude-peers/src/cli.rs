@@ -99,6 +99,16 @@ pub(crate) enum Command {
     },
     /// The live Claude Code session this command runs under (through its parent processes)
     Whoami,
+    /// Run the post office in the foreground: keep messages until their receiver can
+    /// take them
+    ///
+    /// One per user (a second exits 1 naming the first). It keeps its store (SQLite) at
+    /// $XDG_STATE_HOME/claude-peers/post.db and its lock and socket (JSON lines, this user
+    /// only) in its runtime directory; each waiting message goes, through the same gate
+    /// as send, as soon as its address resolves, in order per address, retried with
+    /// backoff after a failure. It exits after --idle-exit with nothing waiting and no
+    /// client, and on SIGINT or SIGTERM.
+    Serve(cmd::serve::Args),
     /// Serve the sessions as MCP tools on stdin and stdout, for any MCP client
     ///
     /// Tools: list_sessions, show_session, whoami, inbound_policy (read-only),

@@ -68,6 +68,7 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
             },
         ),
         Command::Send(args) => cmd::send::exec(ctx, args, out),
+        Command::Serve(args) => cmd::serve::exec(ctx, args, out),
         Command::Mailbox {
             sender,
             timeout,
@@ -76,7 +77,7 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
             &ctx.with_managed_settings(managed_settings.path),
             sender.claude.path,
             sender.from,
-            timeout.seconds.0,
+            timeout.span.0,
         ),
         Command::Mcp {
             claude,

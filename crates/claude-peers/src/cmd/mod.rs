@@ -10,6 +10,7 @@ pub(crate) mod man;
 pub(crate) mod mcp;
 pub(crate) mod resolve;
 pub(crate) mod send;
+pub(crate) mod serve;
 pub(crate) mod settings;
 pub(crate) mod show;
 pub(crate) mod top;

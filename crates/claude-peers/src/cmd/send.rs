@@ -9,7 +9,7 @@ use claude_peer_deliver::{Basis, Delivered, Inbound, Outcome};
 use claude_peer_resolve::Target;
 use claude_peer_sender::DEFAULT_READ_WAIT;
 
-use crate::args::{ManagedSettingsArg, Seconds, SenderArgs, TimeoutArg, seconds, seconds_or_zero};
+use crate::args::{ManagedSettingsArg, SenderArgs, Span, TimeoutArg, positive_span, span};
 use crate::error::{Exit, Failure};
 use crate::json::{BroadcastJson, DeliveredJson};
 use crate::ops::broadcast::{Targets, broadcast};
@@ -35,9 +35,10 @@ pub(crate) struct Args {
     /// Every live session whose working directory is DIR or below it too
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
-    /// Seconds to wait for a target that is not live yet before it is refused not_live
-    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
-    wait_live: Option<Seconds>,
+    /// How long to wait for a target that is not live yet before it is refused
+    /// not_live: 90, 90s, 10m, 2h
+    #[arg(long, value_name = "DURATION", value_parser = positive_span)]
+    wait_live: Option<Span>,
     /// The message [default: read from stdin]
     #[arg(long, value_name = "TEXT")]
     message: Option<String>,
@@ -45,15 +46,15 @@ pub(crate) struct Args {
     sender: SenderArgs,
     #[command(flatten)]
     timeout: TimeoutArg,
-    /// Seconds a queued message (its receiver is busy) is waited for to be read; 0
+    /// How long a queued message (its receiver is busy) is waited for to be read; 0
     /// returns at queued
     #[arg(
         long,
-        value_name = "SECONDS",
-        default_value_t = Seconds(DEFAULT_READ_WAIT),
-        value_parser = seconds_or_zero
+        value_name = "DURATION",
+        default_value_t = Span(DEFAULT_READ_WAIT),
+        value_parser = span
     )]
-    read_wait: Seconds,
+    read_wait: Span,
     #[command(flatten)]
     managed_settings: ManagedSettingsArg,
     /// A relay program and its arguments, passed as given (no shell)
@@ -86,11 +87,11 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
     } else {
         None
     };
-    let relay = Relayed::program_or(args.relay, args.timeout.seconds.0, || {
+    let relay = Relayed::program_or(args.relay, args.timeout.span.0, || {
         let relay = send::claude(
             args.sender.claude.path,
             args.sender.from,
-            args.timeout.seconds.0,
+            args.timeout.span.0,
         )?
         .read_wait(args.read_wait.0);
         Ok(match &interrupt {

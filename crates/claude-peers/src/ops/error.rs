@@ -19,6 +19,8 @@ pub(crate) enum Error {
     Settings(#[from] claude_peer_settings::Error),
     #[error(transparent)]
     Watch(#[from] claude_peer_watch::Error),
+    #[error(transparent)]
+    Post(#[from] claude_peer_post::Error),
     /// No `--home`, `CLAUDE_CONFIG_DIR` or `HOME` to find the Claude home by.
     #[error("no Claude home: pass --home, or set CLAUDE_CONFIG_DIR or HOME")]
     NoHome,
@@ -100,6 +102,7 @@ impl Error {
             Self::Sender(err) => err.as_str(),
             Self::Settings(err) => err.as_str(),
             Self::Watch(_) => "watch_failed",
+            Self::Post(err) => err.as_str(),
             Self::NoHome => "no_home",
             Self::NoCwd(_) => "no_cwd",
             Self::NoHookProgram(_) => "no_hook_program",

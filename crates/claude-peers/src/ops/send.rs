@@ -88,7 +88,7 @@ pub(crate) fn mailboxes(ctx: &Context, relay: &ClaudeRelay) -> Open {
 
 /// `relay` under the managed settings of `ctx`, refused before anything starts when they
 /// keep its guard hooks from running.
-fn guarded(ctx: &Context, relay: &ClaudeRelay) -> Result<ClaudeRelay, Error> {
+pub(crate) fn guarded(ctx: &Context, relay: &ClaudeRelay) -> Result<ClaudeRelay, Error> {
     let relay = relay.clone().managed_settings(&ctx.managed_settings);
     relay.check()?;
     Ok(relay)

@@ -20,6 +20,7 @@ mod receipts;
 mod receiver;
 mod resolve;
 mod send;
+mod serve;
 mod settings;
 mod support;
 mod terminal;
