@@ -20,13 +20,16 @@ pub struct Client {
     out: UnixStream,
 }
 
-/// What a request answered: the record asked for, the post office's pid (`ping`).
+/// What a request answered: the record asked for, or the post office's pid and home
+/// (`ping`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Done {
     /// The record of a `post`, `get`, `cancel` or `retry`.
     pub record: Option<Record>,
     /// The post office's pid, for `ping`.
     pub pid: Option<u32>,
+    /// The Claude home it delivers to, for `ping`.
+    pub home: Option<String>,
 }
 
 impl Client {
@@ -70,7 +73,9 @@ impl Client {
             }
             match serde_json::from_slice::<Answer>(&line).map_err(|err| self.broken(err))? {
                 Answer::Record { record } => each(record),
-                Answer::Done { record, pid, .. } => return Ok(Done { record, pid }),
+                Answer::Done {
+                    record, pid, home, ..
+                } => return Ok(Done { record, pid, home }),
                 Answer::Failed { error, message, .. } => {
                     return Err(Error::Answered { error, message });
                 }

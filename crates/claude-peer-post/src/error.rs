@@ -110,7 +110,7 @@ pub enum Error {
     #[error("cannot start a thread: {0}")]
     Thread(#[source] io::Error),
     /// The post office answered that the request failed (its error's name and words).
-    #[error("{message}")]
+    #[error("{error}: {message}")]
     Answered {
         /// The error's stable name, as the post office gave it.
         error: String,

@@ -35,13 +35,22 @@ pub struct Pass {
     pub waiting: usize,
 }
 
-/// Delivers what a [`Store`] holds through the gate (`Courier`) and a relay.
-#[derive(Debug)]
+/// Delivers what a [`Store`] holds through the gate (`Courier`) and a relay for each
+/// message's sender name.
 pub struct PostOffice<R, P = OsProcessTable, F = OsRegistryFs> {
     store: Store,
     courier: Courier<P, F>,
     home: ClaudeHome,
-    relay: R,
+    relays: Box<dyn Fn(&str) -> R + Send>,
+}
+
+impl<R, P, F> std::fmt::Debug for PostOffice<R, P, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostOffice")
+            .field("store", &self.store)
+            .field("home", &self.home)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What became of one attempt.
@@ -53,14 +62,25 @@ enum Tried {
 
 impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
     /// A post office delivering `store`'s messages to the sessions of `home`, through
-    /// `courier`'s gate and `relay`.
-    pub const fn new(store: Store, courier: Courier<P, F>, home: ClaudeHome, relay: R) -> Self {
+    /// `courier`'s gate and the relay `relays` gives for each message's sender name (the
+    /// name its receiver sees).
+    pub fn new(
+        store: Store,
+        courier: Courier<P, F>,
+        home: ClaudeHome,
+        relays: impl Fn(&str) -> R + Send + 'static,
+    ) -> Self {
         Self {
             store,
             courier,
             home,
-            relay,
+            relays: Box::new(relays),
         }
+    }
+
+    /// The Claude home whose sessions it delivers to.
+    pub const fn home(&self) -> &ClaudeHome {
+        &self.home
     }
 
     /// The store it delivers from.
@@ -130,7 +150,7 @@ impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
             store,
             courier,
             home,
-            relay,
+            relays,
         } = self;
         let target = match &message.to {
             Address::SessionId(given) | Address::Name(given) => given.clone(),
@@ -150,7 +170,7 @@ impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
             Err(err) => return not_now(store, message, err),
         };
         let claimed = store.step(&message.id, &Step::Send, now_ms())?;
-        let step = match prepared.hand_over(relay) {
+        let step = match prepared.hand_over(&relays(&message.from)) {
             Ok(delivered) => Step::Deliver {
                 session_id: delivered.session.record.session_id,
                 msg_id: delivered.msg_id,

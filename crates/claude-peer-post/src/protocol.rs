@@ -62,7 +62,7 @@ pub enum Request {
         /// Its post id.
         id: String,
     },
-    /// Whether the post office answers, and its pid.
+    /// Whether the post office answers: its pid and the Claude home it delivers to.
     Ping,
 }
 
@@ -80,7 +80,8 @@ pub enum Answer {
         /// What went wrong, naming the file or the message.
         message: String,
     },
-    /// The end: success, with the record asked for or the post office's pid.
+    /// The end: success, with the record asked for, or the post office's pid and the
+    /// Claude home it delivers to.
     Done {
         /// Always `true`.
         ok: bool,
@@ -90,6 +91,9 @@ pub enum Answer {
         /// The post office's pid, for `ping`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<u32>,
+        /// The Claude home whose sessions it delivers to, for `ping`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        home: Option<String>,
     },
     /// One of the records of the answer.
     Record {

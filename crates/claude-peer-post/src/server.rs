@@ -193,6 +193,7 @@ fn answer<R: Relay>(
         ok: true,
         record,
         pid: None,
+        home: None,
     };
     let record = |message: &crate::Message| Some(Record::from(message));
     let mut ready = false;
@@ -262,6 +263,7 @@ fn answer<R: Relay>(
             ok: true,
             record: None,
             pid: Some(std::process::id()),
+            home: Some(office.home().root().display().to_string()),
         }),
     };
     let _ = reply.send(result.unwrap_or_else(|err| failed(&err)));

@@ -119,6 +119,26 @@ pub(crate) fn positive_span(text: &str) -> Result<Span, String> {
     })
 }
 
+/// How long a message may wait: above zero, at most 30 days.
+pub(crate) fn expiry(text: &str) -> Result<Span, String> {
+    duration(text)
+        .filter(|d| !d.is_zero() && *d <= claude_peer_post::MAX_EXPIRY)
+        .map(Span)
+        .ok_or_else(|| {
+            format!(
+                "`{text}` is not a duration above 0 and at most 30d, such as 90s, 10m, 2h or 3d"
+            )
+        })
+}
+
+/// How far back a list reaches: any duration (a longer one than the store holds shows
+/// everything).
+pub(crate) fn since(text: &str) -> Result<Span, String> {
+    duration(text)
+        .map(Span)
+        .ok_or_else(|| format!("`{text}` is not a duration, such as 90s, 10m, 2h or 3d"))
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

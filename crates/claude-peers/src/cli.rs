@@ -109,6 +109,14 @@ pub(crate) enum Command {
     /// backoff after a failure. It exits after --idle-exit with nothing waiting and no
     /// client, and on SIGINT or SIGTERM.
     Serve(cmd::serve::Args),
+    /// The messages the post office still holds (waiting, sending, unknown), oldest first
+    ///
+    /// With --json, an array of message records. outbox cancel ID… cancels waiting or
+    /// unknown ones; outbox retry ID… tries unknown ones again. A post office is started
+    /// when none runs.
+    Outbox(cmd::outbox::Args),
+    /// Every message sent through the post office, newest first, with its timeline
+    Log(cmd::log::Args),
     /// Serve the sessions as MCP tools on stdin and stdout, for any MCP client
     ///
     /// Tools: list_sessions, show_session, whoami, inbound_policy (read-only),

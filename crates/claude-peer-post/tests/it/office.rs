@@ -58,8 +58,8 @@ impl World {
         pid
     }
 
-    /// A post office over a store in the home, whose relay runs `body` after it wrote
-    /// down what it was handed.
+    /// A post office over a store in the home, whose relay (given the message's sender
+    /// name as `$1`) runs `body` after it wrote down what it was handed.
     fn office(&self, body: &str) -> PostOffice<CommandRelay> {
         let handed = self.path("handed");
         let script = shell_script(
@@ -76,7 +76,7 @@ impl World {
             store,
             courier,
             self.temp.claude().clone(),
-            CommandRelay::new(script),
+            move |from: &str| CommandRelay::new(&script).arg(from),
         )
     }
 
@@ -286,4 +286,24 @@ fn what_a_stopped_office_left_sending_is_unknown_and_never_sent_by_itself() {
     office.store().step(&id, &Step::Retry, now_ms()).unwrap();
     assert_eq!(office.pass().unwrap().delivered, 1);
     assert_eq!(world.handed(), ["reviewer: maybe sent"]);
+}
+
+#[test]
+fn each_message_goes_through_a_relay_for_its_own_sender_name() {
+    let mut world = World::new("accept");
+    let from = world.path("from");
+    let mut office = world.office(&format!("echo \"$1\" >> '{}'\n{SENT}", from.display()));
+    world.session("s-r", "reviewer", "r");
+    for sender in ["build-bot", "deploy-bot"] {
+        let new = NewMessage {
+            from: sender.to_owned(),
+            key: None,
+            to: name("reviewer"),
+            text: format!("from {sender}"),
+            expires_at_ms: now_ms() + 60_000,
+        };
+        office.store().post(&new, now_ms()).unwrap();
+    }
+    assert_eq!(office.pass().unwrap().delivered, 2);
+    assert_eq!(fs::read_to_string(from).unwrap(), "build-bot\ndeploy-bot\n");
 }

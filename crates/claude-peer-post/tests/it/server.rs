@@ -57,7 +57,9 @@ impl Running {
         let store = Store::open(&temp.root().join("state/post.db")).unwrap();
         let courier = Courier::os().with_managed_settings(temp.root().join("managed.json"));
         let home = temp.claude().clone();
-        let office = PostOffice::new(store, courier, home.clone(), CommandRelay::new(relay));
+        let office = PostOffice::new(store, courier, home.clone(), move |_: &str| {
+            CommandRelay::new(&relay)
+        });
         let server = std::thread::spawn(move || server.run(office, &home, None));
         Self {
             temp,

@@ -5,9 +5,12 @@
 pub(crate) mod completions;
 pub(crate) mod doctor;
 pub(crate) mod list;
+pub(crate) mod log;
 pub(crate) mod mailbox;
 pub(crate) mod man;
 pub(crate) mod mcp;
+pub(crate) mod outbox;
+pub(crate) mod queue;
 pub(crate) mod resolve;
 pub(crate) mod send;
 pub(crate) mod serve;

@@ -6,10 +6,12 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use claude_peer_deliver::{Basis, Delivered, Inbound, Outcome};
+use claude_peer_post::DEFAULT_EXPIRY;
 use claude_peer_resolve::Target;
 use claude_peer_sender::DEFAULT_READ_WAIT;
 
-use crate::args::{ManagedSettingsArg, SenderArgs, Span, TimeoutArg, positive_span, span};
+use crate::args::{ManagedSettingsArg, SenderArgs, Span, TimeoutArg, expiry, positive_span, span};
+use crate::cmd::queue;
 use crate::error::{Exit, Failure};
 use crate::json::{BroadcastJson, DeliveredJson};
 use crate::ops::broadcast::{Targets, broadcast};
@@ -57,13 +59,28 @@ pub(crate) struct Args {
     read_wait: Span,
     #[command(flatten)]
     managed_settings: ManagedSettingsArg,
+    /// Keep it in the post office until its receiver can take it, and return at once
+    /// (a post office is started when none runs); --cwd DIR then means the one session
+    /// working in DIR itself
+    #[arg(long, conflicts_with_all = ["relay", "wait_live", "all_live"])]
+    queue: bool,
+    /// With --queue: how long it may wait: 90s, 10m, 2h, 3d (at most 30d)
+    #[arg(long, value_name = "DURATION", requires = "queue", value_parser = expiry)]
+    expire: Option<Span>,
+    /// With --queue: its idempotency key; the same key from the same --from again is
+    /// the same message, sent once
+    #[arg(long, value_name = "KEY", requires = "queue")]
+    id: Option<String>,
     /// A relay program and its arguments, passed as given (no shell)
     #[arg(last = true, value_name = "PROGRAM [ARGS]", conflicts_with = "claude")]
     relay: Vec<OsString>,
 }
 
 pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failure> {
-    let ctx = ctx.with_managed_settings(args.managed_settings.path);
+    let ctx = ctx.with_managed_settings(args.managed_settings.path.clone());
+    if args.queue {
+        return queued(&ctx, args, out);
+    }
     // As the sessions report theirs: links resolved, where the directory exists.
     let cwd = args
         .cwd
@@ -149,6 +166,23 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
     } else {
         Exit::Refusal
     })
+}
+
+/// `--queue`: handed to the post office, which keeps it until its receiver can take it.
+fn queued(ctx: &Context, args: Args, out: &Output) -> Result<Exit, Failure> {
+    let text = match args.message {
+        Some(message) => message,
+        None => send::message_from_stdin()?,
+    };
+    let order = queue::Order {
+        targets: args.targets,
+        cwd: args.cwd,
+        from: args.sender.from,
+        text,
+        expire: args.expire.map_or(DEFAULT_EXPIRY, |span| span.0),
+        key: args.id,
+    };
+    queue::exec(ctx, &order, args.sender.claude.path, out)
 }
 
 fn sentence(delivered: &Delivered) -> String {

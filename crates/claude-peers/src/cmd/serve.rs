@@ -63,7 +63,9 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         store.path().display()
     ));
     let idle_exit = Some(args.idle_exit.0).filter(|idle| !idle.is_zero());
-    let office = PostOffice::new(store, ctx.courier(), ctx.home.clone(), relay);
+    let office = PostOffice::new(store, ctx.courier(), ctx.home.clone(), move |from: &str| {
+        relay.clone().from(from)
+    });
     server
         .run(office, &ctx.home, idle_exit)
         .map_err(ops::Error::from)?;

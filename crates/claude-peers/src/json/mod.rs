@@ -17,8 +17,10 @@ use crate::error::Failure;
 use crate::ops::broadcast::Outcomes;
 use crate::ops::send::Via;
 
+mod post;
 mod settings;
 
+pub(crate) use post::{QueuedJson, QueuedResultsJson};
 pub(crate) use settings::{EffectivePolicyJson, SettingsJson};
 
 /// One session as `list`, `resolve` and `watch` print it. Every key is always present;

@@ -63,6 +63,24 @@ pub(crate) enum Error {
     /// An MCP call was cancelled by its client while it waited for its turn.
     #[error("the call was cancelled before its turn to send; nothing was sent")]
     Cancelled,
+    /// The running post office delivers to another Claude home.
+    #[error(
+        "the post office running{} delivers to the Claude home `{}`, not to `{}`; stop it to start one for this home",
+        .pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default(),
+        .theirs.display(),
+        .ours.display()
+    )]
+    OtherHome {
+        pid: Option<u32>,
+        theirs: PathBuf,
+        ours: PathBuf,
+    },
+    /// The post office answered a post without the message's record.
+    #[error("the post office answered without the message's record")]
+    NoRecord,
+    /// No post office could be started.
+    #[error("cannot start the post office (claude-peers serve): {0}")]
+    PostOfficeStart(#[source] io::Error),
     /// The MCP server's mailbox ended before a call's turn came.
     #[error("the server's mailbox ended before the message was sent; nothing was sent")]
     MailboxEnded,
@@ -115,6 +133,9 @@ impl Error {
             Self::NotInASession(_) => "not_in_a_session",
             Self::Cancelled => "cancelled",
             Self::MailboxEnded => "mailbox_ended",
+            Self::OtherHome { .. } => "post_office_other_home",
+            Self::NoRecord => "post_office_failed",
+            Self::PostOfficeStart(_) => "post_office_start_failed",
         }
     }
 }

@@ -10,6 +10,7 @@ pub(crate) mod broadcast;
 pub(crate) mod doctor;
 mod error;
 pub(crate) mod policy;
+pub(crate) mod post;
 pub(crate) mod send;
 pub(crate) mod sessions;
 pub(crate) mod settings;

@@ -156,3 +156,110 @@ fn a_second_serve_is_refused_naming_the_first_and_a_killed_ones_place_is_taken_o
     let third = Serve::start(home.path(), state.path());
     assert_ne!(third.child.id(), first.child.id());
 }
+
+/// `claude-peers --json` with the test's private places, as a user's command runs: the
+/// command `args[0]` with `--claude`, then the rest.
+fn cli(home: &Path, state: &Path, args: &[&str]) -> (i32, serde_json::Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        .arg("--json")
+        .arg("--home")
+        .arg(home)
+        .arg(args[0])
+        .arg("--claude")
+        .arg(claude())
+        .args(&args[1..])
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("XDG_CACHE_HOME", state.join("cache"))
+        .env("XDG_STATE_HOME", state.join("state"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let value = serde_json::from_str(&stdout).unwrap_or_else(|_| {
+        panic!(
+            "not JSON: {stdout:?}; stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code().unwrap(), value)
+}
+
+/// Kills the post office a command started in `state`'s runtime directory.
+struct Started(PathBuf);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let pid = Client::connect(&self.0)
+            .and_then(|mut client| client.request(&Request::Ping, |_| {}))
+            .ok()
+            .and_then(|done| done.pid);
+        if let Some(pid) = pid {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+    }
+}
+
+#[test]
+fn send_queue_outbox_cancel_and_log_go_through_a_post_office_started_on_demand() {
+    let home = Arc::new(private());
+    prepare_home(
+        home.path(),
+        &["project"],
+        &json!({"crossSessionInbound": "accept"}),
+    );
+    let state = private();
+    let _started = Started(state.path().join("cache/claude-peers"));
+    let project = home.path().join("project");
+    let project = project.to_str().unwrap();
+    let queue = |text: &str, extra: &[&str]| {
+        let mut args = vec!["send", "--queue", "--from", "harness", "--message", text];
+        args.extend(extra);
+        cli(home.path(), state.path(), &args)
+    };
+    let (code, first) = queue("first, queued", &["--cwd", project]);
+    assert_eq!(code, 0, "{first}");
+    assert_eq!(
+        (first["queued"].clone(), first["state"].clone()),
+        (json!(true), json!("waiting"))
+    );
+    let (_, never) = queue("to nobody", &["--expire", "2s", "nobody-here"]);
+    let (_, cancelled) = queue("cancel me", &["--cwd", project, "--id", "k1"]);
+    let id = |v: &serde_json::Value| v["id"].as_str().unwrap().to_owned();
+    let (code, answer) = cli(
+        home.path(),
+        state.path(),
+        &["outbox", "cancel", &id(&cancelled)],
+    );
+    assert_eq!(code, 0, "{answer}");
+    assert_eq!(answer[0]["state"], "cancelled");
+    let (_, outbox) = cli(home.path(), state.path(), &["outbox"]);
+    let open: Vec<String> = outbox.as_array().unwrap().iter().map(id).collect();
+    assert_eq!(
+        open,
+        [id(&first), id(&never)],
+        "oldest first, the cancelled one gone"
+    );
+
+    let receiver = Receiver::start_in(&home, "project", &[]);
+    let delivered = wait_for(Duration::from_secs(60), || {
+        let (_, log) = cli(home.path(), state.path(), &["log", "--state", "delivered"]);
+        log.as_array().filter(|l| !l.is_empty()).cloned()
+    })
+    .expect("the first is delivered");
+    assert_eq!(delivered.len(), 1);
+    assert_eq!(delivered[0]["session_id"], receiver.session_id.as_str());
+    let read = wait_for(Duration::from_secs(30), || {
+        (receiver.times_read("first, queued") == 1).then_some(())
+    });
+    assert!(read.is_some());
+    let expired = wait_for(Duration::from_secs(10), || {
+        let (_, log) = cli(home.path(), state.path(), &["log", "--to", "nobody-here"]);
+        (log[0]["state"] == "expired").then_some(log)
+    });
+    assert!(expired.is_some(), "the message to nobody expired");
+    assert_eq!(
+        receiver.times_read("cancel me"),
+        0,
+        "a cancelled message never goes"
+    );
+}
