@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use claude_peer_endpoint::Reply;
 use claude_peer_post::protocol::{Record, Request};
 use claude_peer_post::{Client, SOCKET_FILE};
 use serde_json::json;
@@ -27,12 +28,20 @@ fn private() -> tempfile::TempDir {
     dir
 }
 
-fn serve_command(home: &Path, state: &Path) -> Command {
+/// `claude-peers serve` over `home`, its places in `state`, leaving after `idle_exit`.
+fn serve_command(home: &Path, state: &Path, idle_exit: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_claude-peers"));
     command
         .arg("--home")
         .arg(home)
-        .args(["serve", "--from", "harness", "--idle-exit", "0", "--claude"])
+        .args([
+            "serve",
+            "--from",
+            "harness",
+            "--idle-exit",
+            idle_exit,
+            "--claude",
+        ])
         .arg(claude())
         .arg("--managed-settings")
         .arg(state.join("none.json"))
@@ -47,7 +56,11 @@ fn serve_command(home: &Path, state: &Path) -> Command {
 
 impl Serve {
     fn start(home: &Path, state: &Path) -> Self {
-        let child = serve_command(home, state)
+        Self::start_with(home, state, "0")
+    }
+
+    fn start_with(home: &Path, state: &Path, idle_exit: &str) -> Self {
+        let child = serve_command(home, state, idle_exit)
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -139,7 +152,9 @@ fn a_second_serve_is_refused_naming_the_first_and_a_killed_ones_place_is_taken_o
     let home = private();
     let state = private();
     let mut first = Serve::start(home.path(), state.path());
-    let second = serve_command(home.path(), state.path()).output().unwrap();
+    let second = serve_command(home.path(), state.path(), "0")
+        .output()
+        .unwrap();
     assert_eq!(second.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(
@@ -240,18 +255,35 @@ fn send_queue_outbox_cancel_and_log_go_through_a_post_office_started_on_demand()
         "oldest first, the cancelled one gone"
     );
 
-    let receiver = Receiver::start_in(&home, "project", &[]);
+    let (_, by_name) = queue("to a name, queued", &["reviewer-7"]);
+    assert_eq!(by_name["state"], "waiting");
+
+    // A session named reviewer-7 (as `claude --name` or its environment names it).
+    let script = Arc::new(|_: &serde_json::Value| Reply::Text("Noted.".to_owned()));
+    let receiver = Receiver::launch(
+        &home,
+        "project",
+        &[],
+        &["CLAUDE_CODE_SESSION_NAME=reviewer-7"],
+        script,
+    );
     let delivered = wait_for(Duration::from_secs(60), || {
         let (_, log) = cli(home.path(), state.path(), &["log", "--state", "delivered"]);
-        log.as_array().filter(|l| !l.is_empty()).cloned()
+        log.as_array().filter(|l| l.len() == 2).cloned()
     })
-    .expect("the first is delivered");
-    assert_eq!(delivered.len(), 1);
-    assert_eq!(delivered[0]["session_id"], receiver.session_id.as_str());
+    .expect("both are delivered, by directory and by name");
+    for record in &delivered {
+        assert_eq!(
+            record["session_id"],
+            receiver.session_id.as_str(),
+            "{record}"
+        );
+    }
     let read = wait_for(Duration::from_secs(30), || {
-        (receiver.times_read("first, queued") == 1).then_some(())
+        (receiver.times_read("first, queued") == 1 && receiver.times_read("to a name, queued") == 1)
+            .then_some(())
     });
-    assert!(read.is_some());
+    assert!(read.is_some(), "each read once");
     let expired = wait_for(Duration::from_secs(10), || {
         let (_, log) = cli(home.path(), state.path(), &["log", "--to", "nobody-here"]);
         (log[0]["state"] == "expired").then_some(log)
@@ -261,5 +293,22 @@ fn send_queue_outbox_cancel_and_log_go_through_a_post_office_started_on_demand()
         receiver.times_read("cancel me"),
         0,
         "a cancelled message never goes"
+    );
+}
+
+#[test]
+fn a_post_office_with_nothing_to_do_leaves_after_its_idle_exit() {
+    let home = private();
+    let state = private();
+    let mut serve = Serve::start_with(home.path(), state.path(), "1s");
+    let exited = wait_for(Duration::from_secs(15), || serve.child.try_wait().unwrap());
+    assert_eq!(
+        exited.map(|status| status.code()),
+        Some(Some(0)),
+        "it left by itself"
+    );
+    assert!(
+        !state.path().join("run").join(SOCKET_FILE).exists(),
+        "and removed its socket"
     );
 }
