@@ -58,6 +58,8 @@ enum Tried {
     Delivered,
     Refused,
     Waits,
+    /// It changed meanwhile (cancelled through another connection): not this pass's.
+    Gone,
 }
 
 impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
@@ -137,6 +139,7 @@ impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
                         pass.waiting += 1;
                         held.insert(message.to);
                     }
+                    Tried::Gone => {}
                 }
             }
         }
@@ -169,7 +172,11 @@ impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
             Ok(prepared) => prepared,
             Err(err) => return not_now(store, message, err),
         };
-        let claimed = store.step(&message.id, &Step::Send, now_ms())?;
+        let claimed = match store.step(&message.id, &Step::Send, now_ms()) {
+            Ok(claimed) => claimed,
+            Err(Error::NotNow { .. }) => return Ok(Tried::Gone),
+            Err(err) => return Err(err),
+        };
         let step = match prepared.hand_over(&relays(&message.from)) {
             Ok(delivered) => Step::Deliver {
                 session_id: delivered.session.record.session_id,
@@ -208,8 +215,11 @@ fn not_now(store: &mut Store, message: &Message, err: Refused) -> Result<Tried, 
         // Checked when it was posted; a limit lowered since makes it final.
         err => (Step::Refuse(err.to_string()), Tried::Refused),
     };
-    store.step(&message.id, &step, now_ms())?;
-    Ok(tried)
+    match store.step(&message.id, &step, now_ms()) {
+        Ok(_) => Ok(tried),
+        Err(Error::NotNow { .. }) => Ok(Tried::Gone),
+        Err(err) => Err(err),
+    }
 }
 
 /// The wait before the attempt after `attempts` failed ones: 2 s, doubled each time, at

@@ -17,7 +17,7 @@ use claude_peer_watch::Watcher;
 
 use crate::lock::Lock;
 use crate::protocol::{self, Answer, MAX_REQUEST_BYTES, Record, Request};
-use crate::{Error, LogFilter, NewMessage, PostOffice, Step};
+use crate::{Error, LogFilter, NewMessage, PostOffice, Step, Store};
 
 /// The socket's file name in the runtime directory.
 pub const SOCKET_FILE: &str = "post.sock";
@@ -31,8 +31,6 @@ const ANSWER_BACKLOG: usize = 64;
 /// What the owner thread is fed.
 enum Input {
     Request(Request, SyncSender<Answer>),
-    /// The registry changed: an address may resolve now.
-    Registry,
     Stop,
 }
 
@@ -71,7 +69,6 @@ impl std::fmt::Debug for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Self::Request(..) => "Request",
-            Self::Registry => "Registry",
             Self::Stop => "Stop",
         })
     }
@@ -119,9 +116,12 @@ impl Server {
     }
 
     /// Serves until stopped, or until `idle_exit` has passed with nothing waiting and no
-    /// client: answers requests, and passes over the waiting messages whenever the
-    /// registry of `home` changes, a message is posted, or a backoff or expiry is due.
-    pub fn run<R: Relay>(
+    /// client. Requests are answered here, on a connection to the store of their own;
+    /// the deliverer runs on a thread of its own, so a send under way never keeps a
+    /// request waiting. It passes over the waiting messages whenever the registry of
+    /// `home` changes, a message is posted, or a backoff or expiry is due; when stopped,
+    /// an attempt under way is finished and recorded first.
+    pub fn run<R: Relay + Send + 'static>(
         self,
         mut office: PostOffice<R>,
         home: &ClaudeHome,
@@ -134,41 +134,80 @@ impl Server {
             socket: _socket,
             inputs: (to, inputs),
         } = self;
-        let clients = Arc::new(AtomicUsize::new(0));
-        accept(listener, to.clone(), Arc::clone(&clients))?;
-        follow(home.clone(), to)?;
         office.recover()?;
-        let mut due = Some(Instant::now());
+        let mut store = Store::open(office.store().path())?;
+        let office_home = office.home().root().display().to_string();
+        let (wake, wakes) = mpsc::channel();
+        let clients = Arc::new(AtomicUsize::new(0));
+        accept(listener, to, Arc::clone(&clients))?;
+        follow(home.clone(), wake.clone())?;
+        let deliverer = thread::Builder::new()
+            .name("post-deliver".to_owned())
+            .spawn(move || deliver(office, &wakes))
+            .map_err(Error::Thread)?;
         let mut quiet_since = Instant::now();
         loop {
-            let wait = due.map_or(Duration::from_secs(1), |at| {
-                at.saturating_duration_since(Instant::now())
-                    .min(Duration::from_secs(1))
-            });
-            match inputs.recv_timeout(wait) {
+            match inputs.recv_timeout(Duration::from_secs(1)) {
                 Ok(Input::Request(request, reply)) => {
-                    if answer(&mut office, request, &reply) {
-                        due = Some(Instant::now());
+                    if answer(&mut store, &office_home, request, &reply) {
+                        let _ = wake.send(Wake::Now);
                     }
                 }
-                Ok(Input::Registry) => due = Some(Instant::now()),
-                Ok(Input::Stop) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                Ok(Input::Stop) | Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            if due.is_some_and(|at| at <= Instant::now()) {
-                due = match office.pass() {
-                    Ok(_) => next_due(&mut office)?,
-                    // The registry could not be read: try again in a second.
-                    Err(Error::Registry(_)) => Some(Instant::now() + Duration::from_secs(1)),
-                    Err(err) => return Err(err),
-                };
+            if deliverer.is_finished() {
+                break;
             }
-            let busy = clients.load(Ordering::Acquire) > 0 || office.store().has_open()?;
+            let busy = clients.load(Ordering::Acquire) > 0 || store.has_open()?;
             if busy {
                 quiet_since = Instant::now();
             } else if idle_exit.is_some_and(|idle| quiet_since.elapsed() >= idle) {
+                break;
+            }
+        }
+        let _ = wake.send(Wake::Stop);
+        deliverer.join().unwrap_or_else(|_| {
+            Err(Error::Thread(std::io::Error::other(
+                "the deliverer panicked",
+            )))
+        })
+    }
+}
+
+/// What wakes the deliverer.
+enum Wake {
+    /// Something may be ready to go: the registry changed, a message was posted.
+    Now,
+    Stop,
+}
+
+/// The deliverer's loop: a pass at once, then whenever woken or a backoff or expiry is
+/// due.
+fn deliver<R: Relay>(mut office: PostOffice<R>, wakes: &Receiver<Wake>) -> Result<(), Error> {
+    let mut due = Some(Instant::now());
+    loop {
+        let wait = due.map_or(Duration::from_secs(3600), |at| {
+            at.saturating_duration_since(Instant::now())
+        });
+        match wakes.recv_timeout(wait) {
+            Ok(Wake::Now) => due = Some(Instant::now()),
+            Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        // A burst of wake-ups is one pass.
+        while let Ok(wake) = wakes.try_recv() {
+            if matches!(wake, Wake::Stop) {
                 return Ok(());
             }
+        }
+        if due.is_some_and(|at| at <= Instant::now()) {
+            due = match office.pass() {
+                Ok(_) => next_due(&mut office)?,
+                // The registry could not be read: try again in a second.
+                Err(Error::Registry(_)) => Some(Instant::now() + Duration::from_secs(1)),
+                Err(err) => return Err(err),
+            };
         }
     }
 }
@@ -183,8 +222,9 @@ fn next_due<R: Relay>(office: &mut PostOffice<R>) -> Result<Option<Instant>, Err
 }
 
 /// Answers `request` on `reply`; whether it may have made a message ready to go.
-fn answer<R: Relay>(
-    office: &mut PostOffice<R>,
+fn answer(
+    store: &mut Store,
+    office_home: &str,
     request: Request,
     reply: &SyncSender<Answer>,
 ) -> bool {
@@ -215,27 +255,23 @@ fn answer<R: Relay>(
                     expires_at_ms: now.saturating_add(expire_ms),
                 };
                 ready = true;
-                office.store().post(&new, now)
+                store.post(&new, now)
             })
             .map(|posted| done(record(&posted.message))),
-        Request::Get { id } => office
-            .store()
+        Request::Get { id } => store
             .get(&id)
             .and_then(|found| found.ok_or(Error::NoSuchMessage(id)))
             .map(|message| done(record(&message))),
-        Request::Cancel { id } => office
-            .store()
+        Request::Cancel { id } => store
             .step(&id, &Step::Cancel, now)
             .map(|message| done(record(&message))),
         Request::Retry { id } => {
             ready = true;
-            office
-                .store()
+            store
                 .step(&id, &Step::Retry, now)
                 .map(|message| done(record(&message)))
         }
-        Request::Outbox => office
-            .store()
+        Request::Outbox => store
             .outbox(|message| stream(reply, &message))
             .map(|()| done(None)),
         Request::Log {
@@ -254,16 +290,14 @@ fn answer<R: Relay>(
                     since_ms,
                     limit,
                 };
-                office
-                    .store()
-                    .log(&filter, |message| stream(reply, &message))
+                store.log(&filter, |message| stream(reply, &message))
             })
             .map(|()| done(None)),
         Request::Ping => Ok(Answer::Done {
             ok: true,
             record: None,
             pid: Some(std::process::id()),
-            home: Some(office.home().root().display().to_string()),
+            home: Some(office_home.to_owned()),
         }),
     };
     let _ = reply.send(result.unwrap_or_else(|err| failed(&err)));
@@ -309,12 +343,12 @@ fn accept(
     })
 }
 
-/// Follows the registry on a thread of its own: each burst of changes is one wake-up.
-fn follow(home: ClaudeHome, to: Sender<Input>) -> Result<(), Error> {
+/// Follows the registry on a thread of its own: each change wakes the deliverer.
+fn follow(home: ClaudeHome, to: Sender<Wake>) -> Result<(), Error> {
     let mut watcher = Watcher::os(home).map_err(Error::Watch)?;
     spawn("post-watch", move || {
         while let Ok(next) = watcher.next_event(Duration::from_secs(3600)) {
-            if next.is_some() && to.send(Input::Registry).is_err() {
+            if next.is_some() && to.send(Wake::Now).is_err() {
                 return;
             }
         }

@@ -204,10 +204,16 @@ impl Store {
                 .and_then(Iterator::collect::<Result<_, _>>);
             ids.map_err(|source| self.sqlite(source))?
         };
-        for id in &due {
-            self.step(id, &Step::Expire, now_ms)?;
+        let mut expired = Vec::new();
+        for id in due {
+            // One cancelled or claimed meanwhile, through another connection, is skipped.
+            match self.step(&id, &Step::Expire, now_ms) {
+                Ok(_) => expired.push(id),
+                Err(Error::NotNow { .. }) => {}
+                Err(err) => return Err(err),
+            }
         }
-        Ok(due)
+        Ok(expired)
     }
 
     /// Hands `each` every message not yet final (waiting, sending, unknown), oldest

@@ -26,6 +26,11 @@ struct Running {
 
 impl Running {
     fn start() -> Self {
+        Self::start_with("")
+    }
+
+    /// A post office whose relay runs `then` after it wrote down what it was handed.
+    fn start_with(then: &str) -> Self {
         let mut temp = TempHome::new().unwrap();
         std::fs::set_permissions(temp.root(), std::fs::Permissions::from_mode(0o700)).unwrap();
         let settings = json!({ "crossSessionInbound": "accept" });
@@ -45,7 +50,7 @@ impl Running {
         let relay = shell_script(
             temp.root().join("relay"),
             &format!(
-                "cat >> '{}'\necho >> '{}'\necho '{{\"sent\":true}}'",
+                "cat >> '{}'\necho >> '{}'\n{then}\necho '{{\"sent\":true}}'",
                 handed.display(),
                 handed.display()
             ),
@@ -197,4 +202,58 @@ fn a_second_post_office_in_the_same_runtime_directory_is_refused_naming_the_firs
     // The first still answers: the second took nothing over.
     let mut client = Client::connect(&running.runtime).unwrap();
     assert!(client.request(&Request::Ping, |_| {}).is_ok());
+}
+
+#[test]
+fn requests_are_answered_while_a_send_is_under_way() {
+    let marks = tempfile::tempdir().unwrap();
+    let (started, go) = (marks.path().join("started"), marks.path().join("go"));
+    let running = Running::start_with(&format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.05; done",
+        started.display(),
+        go.display()
+    ));
+    let mut client = Client::connect(&running.runtime).unwrap();
+    let first = client
+        .request(&post(&running.work(), "slow one"), |_| {})
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "the relay never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The relay is held: a post and a list are answered all the same.
+    let (answered, answers) = std::sync::mpsc::channel();
+    let runtime = running.runtime.clone();
+    let to = running.work();
+    std::thread::spawn(move || {
+        let mut client = Client::connect(&runtime).unwrap();
+        let second = client.request(&post(&to, "next one"), |_| {}).unwrap();
+        let mut open = Vec::new();
+        client
+            .request(&Request::Outbox, |r| open.push(r.state))
+            .unwrap();
+        let _ = answered.send((second.record.unwrap().state, open));
+    });
+    let (second, open) = answers
+        .recv_timeout(Duration::from_secs(10))
+        .expect("answered while the send is under way");
+    assert_eq!(second, "waiting");
+    assert_eq!(open, ["sending", "waiting"]);
+    std::fs::write(&go, b"").unwrap();
+    let id = first.record.unwrap().id;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let state = client
+            .request(&Request::Get { id: id.clone() }, |_| {})
+            .unwrap()
+            .record
+            .unwrap()
+            .state;
+        if state == "delivered" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never delivered: {state}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
