@@ -257,3 +257,35 @@ fn requests_are_answered_while_a_send_is_under_way() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn a_client_of_another_uid_is_refused_by_the_sockets_peer_credentials() {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "this test connects as another user (uid 65534, on one thread of its own): run it as root"
+    );
+    let running = Running::start();
+    // Open the way to the socket, which the post office itself never does: the peer
+    // check is the wall behind the runtime directory's.
+    let socket = running.runtime.join(SOCKET_FILE);
+    for (path, mode) in [
+        (running.temp.root().to_owned(), 0o711),
+        (running.runtime.clone(), 0o711),
+        (socket.clone(), 0o666),
+    ] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let answer = std::thread::spawn(move || {
+        // This thread only: the raw call changes one thread's credentials.
+        rustix::thread::set_thread_uid(rustix::process::Uid::from_raw(65534)).unwrap();
+        let mut stream = UnixStream::connect(&socket).unwrap();
+        stream.write_all(b"{\"op\":\"outbox\"}\n").unwrap();
+        let mut line = String::new();
+        BufReader::new(stream).read_line(&mut line).unwrap();
+        line
+    })
+    .join()
+    .unwrap();
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["error"], "not_your_post_office", "{answer}");
+}
