@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::fs::{self, DirBuilder};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// Where this user's private runtime state lives (the sender's home, the post office's
@@ -32,7 +32,9 @@ pub fn default_runtime_dir() -> Option<PathBuf> {
 /// on its way resolved: every directory on its way, from `/` down, belongs to this user
 /// or root and no one else may write to it (but for sticky ones such as `/tmp`, where
 /// others cannot move what is ours); the missing ones are created 0700, one by one; the
-/// directory itself is this user's and 0700. The error names the directory that fails.
+/// directory itself is this user's. One that exists keeps its mode (a `--store` in a
+/// directory of the user's own does not change who may read it), as long as no one else
+/// may write to it. The error names the directory that fails.
 /// Otherwise someone else could replace what is kept there (a sender's settings and
 /// hooks, the post office's store).
 pub fn private_dir(path: &Path) -> io::Result<PathBuf> {
@@ -50,9 +52,6 @@ pub fn private_dir(path: &Path) -> io::Result<PathBuf> {
         }
     }
     check_dir(&path, uid, None)?;
-    if fs::symlink_metadata(&path)?.mode() & 0o777 != 0o700 {
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o700))?;
-    }
     Ok(path)
 }
 

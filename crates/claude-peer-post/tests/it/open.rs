@@ -159,3 +159,19 @@ fn a_link_or_a_directory_in_place_of_the_store_is_refused() {
     let err = Store::open(&path).unwrap_err();
     assert_eq!(err.as_str(), "not_a_store", "{err}");
 }
+
+#[test]
+fn a_store_in_an_existing_directory_of_the_users_leaves_its_mode_alone() {
+    let (base, _) = place();
+    let mine = base.path().join("mine");
+    fs::create_dir(&mine).unwrap();
+    fs::set_permissions(&mine, fs::Permissions::from_mode(0o755)).unwrap();
+    Store::open(&mine.join("post.db")).unwrap();
+    let mode = |p: &Path| fs::symlink_metadata(p).unwrap().mode() & 0o777;
+    assert_eq!(
+        mode(&mine),
+        0o755,
+        "readable by others as before, writable by no one else"
+    );
+    assert_eq!(mode(&mine.join("post.db")), 0o600);
+}
