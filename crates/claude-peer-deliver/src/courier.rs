@@ -193,6 +193,7 @@ impl<P: ProcessTable, F: RegistryFs> Courier<P, F> {
                     policy.decider()
                 ),
                 standing: true,
+                uncertain: false,
             }));
         }
         if !policy.complete {
@@ -285,13 +286,17 @@ impl<P: ProcessTable, F: RegistryFs> Prepared<'_, P, F> {
                 receipt: confirmation.receipt,
                 msg_id: confirmation.msg_id,
             }),
-            Err(failure) if failure.kind() == RefusalKind::DeliveryFailed => Err(Error::refused(
-                RefusalKind::DeliveryFailed,
-                format!(
-                    "the relay did not confirm the send to session {} (pid {}): {failure}",
-                    target.session_id, target.pid
-                ),
-            )),
+            Err(failure) if failure.kind() == RefusalKind::DeliveryFailed => {
+                Err(Error::Refused(Refusal {
+                    kind: RefusalKind::DeliveryFailed,
+                    message: format!(
+                        "the relay did not confirm the send to session {} (pid {}): {failure}",
+                        target.session_id, target.pid
+                    ),
+                    standing: false,
+                    uncertain: failure.is_uncertain(),
+                }))
+            }
             Err(failure) => Err(Error::refused(failure.kind(), failure.message().to_owned())),
         }
     }

@@ -65,6 +65,7 @@ impl Error {
             kind,
             message,
             standing: false,
+            uncertain: false,
         })
     }
 }

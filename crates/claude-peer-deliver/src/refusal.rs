@@ -58,6 +58,10 @@ pub struct Refusal {
     /// session that starts, a name that becomes unique, a settings file that becomes
     /// readable).
     pub standing: bool,
+    /// Whether the message may have gone all the same: the relay failed after it could
+    /// have sent (it timed out, crashed or ended mid-send). Sending it again could
+    /// deliver it twice.
+    pub uncertain: bool,
 }
 
 impl From<claude_peer_resolve::Refusal> for Refusal {
@@ -66,6 +70,7 @@ impl From<claude_peer_resolve::Refusal> for Refusal {
             kind: refusal.kind.into(),
             message: refusal.message,
             standing: false,
+            uncertain: false,
         }
     }
 }

@@ -81,6 +81,7 @@ pub struct Confirmation {
 pub struct RelayFailure {
     kind: RefusalKind,
     message: String,
+    uncertain: bool,
 }
 
 impl RelayFailure {
@@ -95,7 +96,24 @@ impl RelayFailure {
         Self {
             kind,
             message: message.into(),
+            uncertain: false,
         }
+    }
+
+    /// A failure after which the message may have gone all the same (the relay timed
+    /// out, crashed or ended mid-send): `delivery_failed`, but sending it again could
+    /// deliver it twice.
+    pub fn uncertain(message: impl Into<String>) -> Self {
+        Self {
+            uncertain: true,
+            ..Self::new(message)
+        }
+    }
+
+    /// Whether the message may have gone despite the failure.
+    #[must_use]
+    pub const fn is_uncertain(&self) -> bool {
+        self.uncertain
     }
 
     /// Which refusal this failure is.

@@ -154,5 +154,6 @@ pub fn read_refusal(plans: &Path, tool_use_id: &str) -> Option<Refusal> {
         kind,
         message,
         standing: false,
+        uncertain: false,
     })
 }

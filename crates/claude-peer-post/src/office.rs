@@ -187,6 +187,10 @@ impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
             Err(Refused::Refused(refusal)) if refusal.kind == RefusalKind::InboundRefused => {
                 Step::Refuse(refusal.to_string())
             }
+            // It may have gone: never sent again by itself.
+            Err(Refused::Refused(refusal)) if refusal.uncertain => {
+                Step::Unknown(refusal.to_string())
+            }
             Err(err) => Step::Fail {
                 reason: err.to_string(),
                 retry_at_ms: now_ms().saturating_add(millis(backoff(claimed.attempts))),

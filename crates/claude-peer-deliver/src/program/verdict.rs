@@ -12,7 +12,8 @@ use crate::{Confirmation, RelayFailure};
 impl Run {
     pub(super) fn verdict(self, name: &str) -> Result<Confirmation, RelayFailure> {
         let stderr = self.stderr.stderr_note();
-        let fail = |what: String| RelayFailure::new(format!("the {name} {what}{stderr}"));
+        // Unless it said it did not send, a program that failed may have sent.
+        let fail = |what: String| RelayFailure::uncertain(format!("the {name} {what}{stderr}"));
         let Some(status) = self.status else {
             return Err(fail(format!(
                 "did not finish within {}; it was killed",
@@ -42,8 +43,8 @@ impl Run {
                     sent: false,
                     detail,
                 }),
-            ) => Err(fail(format!(
-                "reported that it did not send: {}",
+            ) => Err(RelayFailure::new(format!(
+                "the {name} reported that it did not send: {}{stderr}",
                 detail.as_deref().unwrap_or("(no detail)")
             ))),
             (Some(0), None) => {

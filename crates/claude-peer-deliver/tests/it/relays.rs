@@ -204,3 +204,24 @@ fn the_program_and_its_arguments_are_passed_as_given_without_a_shell() {
         "[two words]\n[$HOME]\n[a;b]\n[*]\n[]\n[`id`]\n"
     );
 }
+
+#[test]
+fn a_relay_that_may_have_sent_before_failing_is_uncertain_and_one_that_says_it_did_not_is_not() {
+    let cases = [
+        ("exit 1", true),
+        ("kill -9 $$", true),
+        ("echo not a confirmation", true),
+        (
+            "echo '{\"sent\":false,\"detail\":\"the socket refused\"}'",
+            false,
+        ),
+    ];
+    for (body, uncertain) in cases {
+        let mut world = World::new();
+        let relay = CommandRelay::new(world.script("relay", &format!("cat > /dev/null\n{body}")));
+        let err = deliver_with(&mut world, &relay, "hello").unwrap_err();
+        let refusal = err.refusal().unwrap();
+        assert_eq!(refusal.kind.as_str(), "delivery_failed", "{body}");
+        assert_eq!(refusal.uncertain, uncertain, "{body}: {}", refusal.message);
+    }
+}

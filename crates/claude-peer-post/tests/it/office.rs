@@ -200,7 +200,7 @@ fn a_refusing_receiver_is_final_and_never_tried_again() {
 #[test]
 fn a_failed_attempt_waits_its_backoff_and_a_name_two_sessions_hold_waits_saying_so() {
     let mut world = World::new("accept");
-    let mut office = world.office("echo 'socket refused' >&2; exit 1");
+    let mut office = world.office("echo '{\"sent\":false,\"detail\":\"socket refused\"}'");
     world.session("s-1", "ops", "o");
     let id = post(&mut office, name("ops"), "restart");
     let later = post(&mut office, name("ops"), "and then this");
@@ -306,4 +306,22 @@ fn each_message_goes_through_a_relay_for_its_own_sender_name() {
     }
     assert_eq!(office.pass().unwrap().delivered, 2);
     assert_eq!(fs::read_to_string(from).unwrap(), "build-bot\ndeploy-bot\n");
+}
+
+#[test]
+fn a_relay_that_fails_after_it_could_have_sent_leaves_the_message_unknown_never_resent() {
+    let mut world = World::new("accept");
+    let mut office = world.office("sleep 0.1; exit 1");
+    world.session("s-1", "ops", "o");
+    let id = post(&mut office, name("ops"), "maybe sent");
+    office.pass().unwrap();
+    let unknown = get(&mut office, &id);
+    assert_eq!((unknown.state, unknown.attempts), (State::Unknown, 1));
+    assert!(unknown.reason.unwrap().contains("exited with status 1"));
+    office.pass().unwrap();
+    assert_eq!(
+        world.handed().len(),
+        1,
+        "handed over once, never again by itself"
+    );
 }

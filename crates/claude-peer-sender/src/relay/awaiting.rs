@@ -83,7 +83,7 @@ fn await_call(
             Ok(line) => line,
             Err(RecvTimeoutError::Timeout) => {
                 sender.kill();
-                return Err(RelayFailure::new(format!(
+                return Err(RelayFailure::uncertain(format!(
                     "Claude Code did not settle the send within the timeout; it was killed{}",
                     sender.stderr_note()
                 )));
@@ -129,7 +129,7 @@ fn await_call(
             }
             Line::Closed => {
                 let status = sender.wait_exit(Duration::from_secs(1));
-                return Err(RelayFailure::new(format!(
+                return Err(RelayFailure::uncertain(format!(
                     "Claude Code ended before the send was settled ({status}){}",
                     sender.stderr_note()
                 )));
@@ -150,7 +150,7 @@ fn await_call(
             }
             Line::Cancelled => {
                 sender.kill();
-                return Err(RelayFailure::new(
+                return Err(RelayFailure::uncertain(
                     "the send was cancelled before Claude Code reported it sent",
                 ));
             }
