@@ -1,12 +1,14 @@
 //! The user's post office as the commands reach it: the one running, or one started
 //! detached on demand (as a build cache's server is), for the same Claude home.
 
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use claude_peer_post::Client;
 use claude_peer_post::protocol::Request;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::os::unix::process::CommandExt as _;
 
 use crate::ops::{Context, Error};
@@ -33,12 +35,18 @@ pub(crate) fn connect(ctx: &Context, start: Option<&Start>) -> Result<Client, Er
         (Ok(client), _) => client,
         (Err(err), None) => return Err(err.into()),
         (Err(_), Some(start)) => {
-            spawn(ctx, start)?;
+            let (mut child, log) = spawn(ctx, start, &dir)?;
             let deadline = Instant::now() + START_WITHIN;
             loop {
                 match Client::connect(&dir) {
                     Ok(client) => break client,
-                    Err(err) if Instant::now() >= deadline => return Err(err.into()),
+                    // One that ended, or never answers, says why in its log.
+                    Err(_)
+                        if Instant::now() >= deadline
+                            || child.try_wait().ok().flatten().is_some() =>
+                    {
+                        return Err(did_not_start(&log));
+                    }
                     Err(_) => std::thread::sleep(Duration::from_millis(20)),
                 }
             }
@@ -64,8 +72,18 @@ fn same_home(ctx: &Context, mut client: Client) -> Result<Client, Error> {
 }
 
 /// Starts `claude-peers serve` for `ctx`'s home, detached: its own process group, no
-/// terminal, output nowhere (its store and `outbox` tell what it did).
-fn spawn(ctx: &Context, start: &Start) -> Result<(), Error> {
+/// terminal, its diagnostics in `serve.log` beside its socket (what it did is in its
+/// store and `outbox`). The process and its log's path.
+fn spawn(ctx: &Context, start: &Start, dir: &Path) -> Result<(Child, PathBuf), Error> {
+    let dir = claude_peer_sender::private_dir(dir).map_err(Error::PostOfficeStart)?;
+    let log = dir.join("serve.log");
+    let stderr = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&log)
+        .map_err(Error::PostOfficeStart)?;
     let program = std::env::current_exe().map_err(Error::NoHookProgram)?;
     let mut command = Command::new(program);
     command
@@ -76,10 +94,29 @@ fn spawn(ctx: &Context, start: &Start) -> Result<(), Error> {
         .arg(&ctx.managed_settings)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .process_group(0);
     if let Some(claude) = &start.claude {
         command.arg("--claude").arg(claude);
     }
-    command.spawn().map(drop).map_err(Error::PostOfficeStart)
+    let child = command.spawn().map_err(Error::PostOfficeStart)?;
+    Ok((child, log))
+}
+
+/// Why a started post office does not answer: the end of its log (4 KiB at most).
+fn did_not_start(log: &Path) -> Error {
+    let mut bytes = Vec::new();
+    if let Ok(mut file) = std::fs::File::open(log) {
+        let len = file.metadata().map_or(0, |m| m.len());
+        let _ = file
+            .seek(SeekFrom::Start(len.saturating_sub(4096)))
+            .and_then(|_| file.take(4096).read_to_end(&mut bytes));
+    }
+    let tail = String::from_utf8_lossy(&bytes);
+    Error::PostOfficeStart(std::io::Error::other(format!(
+        "it did not answer (within {} s at most); its log `{}` says: {}",
+        START_WITHIN.as_secs(),
+        log.display(),
+        tail.trim()
+    )))
 }

@@ -312,3 +312,36 @@ fn a_post_office_with_nothing_to_do_leaves_after_its_idle_exit() {
         "and removed its socket"
     );
 }
+
+#[test]
+fn a_post_office_that_cannot_start_is_reported_with_the_words_of_its_log() {
+    let home = private();
+    let state = private();
+    let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        .arg("--json")
+        .arg("--home")
+        .arg(home.path())
+        .args([
+            "send",
+            "--claude",
+            "/nonexistent/claude",
+            "--queue",
+            "--message",
+            "hi",
+            "ada",
+        ])
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("XDG_CACHE_HOME", state.path().join("cache"))
+        .env("XDG_STATE_HOME", state.path().join("state"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let failure: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(failure["error"], "post_office_start_failed", "{failure}");
+    let message = failure["message"].as_str().unwrap();
+    assert!(
+        message.contains("serve.log") && message.contains("/nonexistent/claude"),
+        "the log's words, naming what is missing: {message}"
+    );
+}
