@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use claude_peer_deliver::{Courier, Error as Refused, RefusalKind, Relay};
 use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::ClaudeHome;
-use claude_peer_resolve::Scope;
+use claude_peer_resolve::{Roster, Scope};
 
 use crate::{Address, Error, Message, State, Step, Store};
 
@@ -112,25 +112,40 @@ impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
 
     /// Expires what is due, then tries every waiting message, oldest first, whose
     /// address resolves now; a message waits while an earlier one to the same address
-    /// waits, so messages to one address arrive in the order they were posted.
+    /// waits, so messages to one address arrive in the order they were posted. The
+    /// registry is read once a pass to tell which addresses resolve, and again by the
+    /// gate for each message that goes.
     pub fn pass(&mut self) -> Result<Pass, Error> {
+        let Self {
+            store,
+            courier,
+            home,
+            relays,
+        } = self;
         let mut pass = Pass {
-            expired: self.store.expire_due(now_ms())?.len(),
+            expired: store.expire_due(now_ms())?.len(),
             ..Pass::default()
         };
+        let mut page = store.waiting_after(0, PAGE)?;
+        if page.is_empty() {
+            return Ok(pass);
+        }
+        let roster = courier
+            .discovery()
+            .roster(home, Scope::Live)
+            .map_err(Error::Registry)?;
         let mut held: HashSet<Address> = HashSet::new();
-        let mut after = 0;
-        loop {
-            let page = self.store.waiting_after(after, PAGE)?;
-            let Some(last) = page.last() else {
-                return Ok(pass);
-            };
-            after = last.seq;
+        while let Some(last) = page.last().map(|m| m.seq) {
             for message in page {
                 let tried = if held.contains(&message.to) || message.not_before_ms > now_ms() {
                     Tried::Waits
                 } else {
-                    self.attempt(&message)?
+                    let Some(target) = resolved(store, &roster, &message)? else {
+                        pass.waiting += 1;
+                        held.insert(message.to);
+                        continue;
+                    };
+                    attempt(store, courier, home, relays, &message, &target)?
                 };
                 match tried {
                     Tried::Delivered => pass.delivered += 1,
@@ -142,68 +157,74 @@ impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
                     Tried::Gone => {}
                 }
             }
+            page = store.waiting_after(last, PAGE)?;
         }
+        Ok(pass)
     }
+}
 
-    /// One attempt at `message`: resolved and allowed by the gate, claimed in the store
-    /// (`sending`, on disk before the relay is asked), handed over, and the outcome
-    /// recorded.
-    fn attempt(&mut self, message: &Message) -> Result<Tried, Error> {
-        let Self {
-            store,
-            courier,
-            home,
-            relays,
-        } = self;
-        let target = match &message.to {
-            Address::SessionId(given) | Address::Name(given) => given.clone(),
-            Address::Cwd(dir) => {
-                let one = courier
-                    .discovery()
-                    .roster(home, Scope::Live)
-                    .and_then(|roster| roster.resolve_cwd(Path::new(dir)));
-                match one {
-                    Ok(session) => session.record.session_id,
-                    Err(err) => return not_now(store, message, err.into()),
-                }
-            }
-        };
-        let prepared = match courier.prepare(home, &target, &message.text) {
-            Ok(prepared) => prepared,
-            Err(err) => return not_now(store, message, err),
-        };
-        let claimed = match store.step(&message.id, &Step::Send, now_ms()) {
-            Ok(claimed) => claimed,
-            Err(Error::NotNow { .. }) => return Ok(Tried::Gone),
-            Err(err) => return Err(err),
-        };
-        let step = match prepared.hand_over(&relays(&message.from)) {
-            Ok(delivered) => Step::Deliver {
-                session_id: delivered.session.record.session_id,
-                msg_id: delivered.msg_id,
-                receipt: delivered.receipt,
-            },
-            // After the hand-over, the receiver itself refused or declined it.
-            Err(Refused::Refused(refusal)) if refusal.kind == RefusalKind::InboundRefused => {
-                Step::Refuse(refusal.to_string())
-            }
-            // It may have gone: never sent again by itself.
-            Err(Refused::Refused(refusal)) if refusal.uncertain => {
-                Step::Unknown(refusal.to_string())
-            }
-            Err(err) => Step::Fail {
-                reason: err.to_string(),
-                retry_at_ms: now_ms().saturating_add(millis(backoff(claimed.attempts))),
-            },
-        };
-        let tried = match step {
-            Step::Deliver { .. } => Tried::Delivered,
-            Step::Refuse(_) => Tried::Refused,
-            _ => Tried::Waits,
-        };
-        store.step(&message.id, &step, now_ms())?;
-        Ok(tried)
+/// The session id `message`'s address names in `roster`, by the one target rule (an id or
+/// the name of one live session; the one session working in a directory); `None` when it
+/// names none now, recorded as the message's reason for waiting.
+fn resolved<P: ProcessTable, F: RegistryFs>(
+    store: &mut Store,
+    roster: &Roster<'_, P, F>,
+    message: &Message,
+) -> Result<Option<String>, Error> {
+    let one = match &message.to {
+        Address::SessionId(given) | Address::Name(given) => roster.resolve(given),
+        Address::Cwd(dir) => roster.resolve_cwd(Path::new(dir)),
+    };
+    match one {
+        Ok(session) => Ok(Some(session.record.session_id)),
+        Err(err) => not_now(store, message, err.into()).map(|_| None),
     }
+}
+
+/// One attempt at `message`, to the live session `session_id`: allowed by the gate
+/// (which resolves it afresh), claimed in the store (`sending`, on disk before the relay
+/// is asked), handed over, and the outcome recorded.
+fn attempt<R: Relay, P: ProcessTable, F: RegistryFs>(
+    store: &mut Store,
+    courier: &Courier<P, F>,
+    home: &ClaudeHome,
+    relays: &(dyn Fn(&str) -> R + Send),
+    message: &Message,
+    session_id: &str,
+) -> Result<Tried, Error> {
+    let prepared = match courier.prepare(home, session_id, &message.text) {
+        Ok(prepared) => prepared,
+        Err(err) => return not_now(store, message, err),
+    };
+    let claimed = match store.step(&message.id, &Step::Send, now_ms()) {
+        Ok(claimed) => claimed,
+        Err(Error::NotNow { .. }) => return Ok(Tried::Gone),
+        Err(err) => return Err(err),
+    };
+    let step = match prepared.hand_over(&relays(&message.from)) {
+        Ok(delivered) => Step::Deliver {
+            session_id: delivered.session.record.session_id,
+            msg_id: delivered.msg_id,
+            receipt: delivered.receipt,
+        },
+        // After the hand-over, the receiver itself refused or declined it.
+        Err(Refused::Refused(refusal)) if refusal.kind == RefusalKind::InboundRefused => {
+            Step::Refuse(refusal.to_string())
+        }
+        // It may have gone: never sent again by itself.
+        Err(Refused::Refused(refusal)) if refusal.uncertain => Step::Unknown(refusal.to_string()),
+        Err(err) => Step::Fail {
+            reason: err.to_string(),
+            retry_at_ms: now_ms().saturating_add(millis(backoff(claimed.attempts))),
+        },
+    };
+    let tried = match step {
+        Step::Deliver { .. } => Tried::Delivered,
+        Step::Refuse(_) => Tried::Refused,
+        _ => Tried::Waits,
+    };
+    store.step(&message.id, &step, now_ms())?;
+    Ok(tried)
 }
 
 /// Records why `message` cannot go now, before anything was claimed or handed over: a

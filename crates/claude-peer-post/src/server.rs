@@ -28,7 +28,8 @@ pub const DEFAULT_IDLE_EXIT: Duration = Duration::from_secs(600);
 /// Records an answer may have in flight to a slow client before the owner waits for it.
 const ANSWER_BACKLOG: usize = 64;
 
-/// What the owner thread is fed.
+/// What the request thread is fed.
+#[derive(Debug)]
 enum Input {
     Request(Request, SyncSender<Answer>),
     Stop,
@@ -62,15 +63,6 @@ struct SocketFile(PathBuf);
 impl Drop for SocketFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-impl std::fmt::Debug for Input {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Request(..) => "Request",
-            Self::Stop => "Stop",
-        })
     }
 }
 

@@ -25,6 +25,7 @@ mod name;
 mod pid;
 mod record;
 mod rejection;
+mod uuid;
 
 pub use home::ClaudeHome;
 pub use liveness::{
@@ -34,6 +35,7 @@ pub use name::{EntryName, classify_entry_name};
 pub use pid::Pid;
 pub use record::{Activity, FormerName, Kind, NameSource, Record, VendorStatus};
 pub use rejection::Rejection;
+pub use uuid::is_uuid;
 
 /// The most bytes a record may have; larger files are rejected unread, as Claude Code does.
 ///

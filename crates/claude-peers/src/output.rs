@@ -120,3 +120,24 @@ impl Output {
 pub(crate) fn colors_allowed() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
+
+/// A JSON array written element by element, as they come: the very bytes `serde_json`
+/// writes for the whole array collected, and nothing held.
+#[derive(Debug, Default)]
+pub(crate) struct JsonArray {
+    written: usize,
+}
+
+impl JsonArray {
+    pub(crate) fn push(&mut self, to: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
+        to.write_all(if self.written == 0 { b"[" } else { b"," })?;
+        serde_json::to_writer(&mut *to, value)?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Closes it (an empty one when nothing came), with a newline.
+    pub(crate) fn end(self, to: &mut impl Write) -> io::Result<()> {
+        to.write_all(if self.written == 0 { b"[]\n" } else { b"]\n" })
+    }
+}

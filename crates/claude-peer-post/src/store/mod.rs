@@ -63,10 +63,7 @@ impl Store {
         })?;
         let path = dir.join(name);
         schema::check_file(&path)?;
-        let sqlite = |source| Error::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sqlite = failed(&path);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(&path, flags).map_err(sqlite)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite)?;
@@ -84,11 +81,7 @@ impl Store {
     /// key its sender used before, the message posted then (nothing is stored again).
     pub fn post(&mut self, new: &NewMessage, now_ms: u64) -> Result<Posted, Error> {
         check(new, now_ms)?;
-        let path = self.path.clone();
-        let sqlite = |source| Error::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sqlite = failed(&self.path);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -119,7 +112,7 @@ impl Store {
             }
         }
         let id = new_id().map_err(|source| Error::Io {
-            path: path.clone(),
+            path: self.path.clone(),
             source,
         })?;
         let reason = "posted";
@@ -155,18 +148,14 @@ impl Store {
 
     /// The message `id`, if there is one.
     pub fn get(&self, id: &str) -> Result<Option<Message>, Error> {
-        row::load(&self.conn, id).map_err(|source| self.sqlite(source))
+        row::load(&self.conn, id).map_err(failed(&self.path))
     }
 
     /// Takes `step` for the message `id` at `at_ms`, if it applies to the message as it
     /// stands (else [`Error::NotNow`], nothing changed); returns the message after it.
     /// A reason or receipt that is already the message's is not recorded again.
     pub fn step(&mut self, id: &str, step: &Step, at_ms: u64) -> Result<Message, Error> {
-        let path = self.path.clone();
-        let sqlite = |source| Error::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sqlite = failed(&self.path);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -198,11 +187,11 @@ impl Store {
                 .prepare_cached(
                     "SELECT id FROM message WHERE state = 'waiting' AND expires_at_ms <= ?1 ORDER BY seq",
                 )
-                .map_err(|source| self.sqlite(source))?;
+                .map_err(failed(&self.path))?;
             let ids = statement
                 .query_map([ms(now_ms)], |row| row.get(0))
                 .and_then(Iterator::collect::<Result<_, _>>);
-            ids.map_err(|source| self.sqlite(source))?
+            ids.map_err(failed(&self.path))?
         };
         let mut expired = Vec::new();
         for id in due {
@@ -222,7 +211,7 @@ impl Store {
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS} FROM message WHERE state IN ('waiting', 'sending', 'unknown') ORDER BY seq"
         );
-        row::each(&self.conn, &sql, &[], each).map_err(|source| self.sqlite(source))
+        row::each(&self.conn, &sql, &[], each).map_err(failed(&self.path))
     }
 
     /// Up to `limit` waiting messages posted after `after_seq`, oldest first: a page of
@@ -237,7 +226,7 @@ impl Store {
             page.push(message);
             ControlFlow::Continue(())
         })
-        .map_err(|source| self.sqlite(source))?;
+        .map_err(failed(&self.path))?;
         Ok(page)
     }
 
@@ -249,7 +238,7 @@ impl Store {
                 [],
                 |row| row.get(0),
             )
-            .map_err(|source| self.sqlite(source))
+            .map_err(failed(&self.path))
     }
 
     /// The earliest time after `now_ms` at which a waiting message's backoff ends or its
@@ -263,7 +252,7 @@ impl Store {
                 [ms(now_ms)],
                 |row| row.get(0),
             )
-            .map_err(|source| self.sqlite(source))?;
+            .map_err(failed(&self.path))?;
         Ok(at.map(|at| u64::try_from(at).unwrap_or(0)))
     }
 
@@ -286,14 +275,15 @@ impl Store {
             &filter.since_ms.map(ms),
             &limit,
         ];
-        row::each(&self.conn, &sql, &args, each).map_err(|source| self.sqlite(source))
+        row::each(&self.conn, &sql, &args, each).map_err(failed(&self.path))
     }
+}
 
-    fn sqlite(&self, source: rusqlite::Error) -> Error {
-        Error::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
+/// SQLite's failure on the store at `path`, as this crate's error.
+fn failed(path: &Path) -> impl Fn(rusqlite::Error) -> Error + Copy + '_ {
+    |source| Error::Sqlite {
+        path: path.to_owned(),
+        source,
     }
 }
 

@@ -162,10 +162,7 @@ fn read_up_to(mut file: File, buf: &mut [u8]) -> std::io::Result<usize> {
 /// anything is written, then switches to the write-ahead log with every commit on disk
 /// before it returns, and runs the migrations it lacks, each in its own transaction.
 pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Error> {
-    let sqlite = |source| Error::Sqlite {
-        path: path.to_owned(),
-        source,
-    };
+    let sqlite = super::failed(path);
     let pragma = |conn: &Connection, name: &str| -> Result<i64, Error> {
         conn.pragma_query_value(None, name, |row| row.get(0))
             .map_err(sqlite)

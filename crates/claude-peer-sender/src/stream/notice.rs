@@ -149,15 +149,8 @@ fn outcome_and_recipient(notice: &str) -> Option<(Outcome, &str, &str)> {
 
 /// Every UUID-shaped word (8-4-4-4-12 hex digits) in `text`, in order.
 fn uuids(text: &str) -> Vec<String> {
-    let is_uuid = |word: &str| {
-        let groups: Vec<&str> = word.split('-').collect();
-        groups.len() == 5
-            && groups.iter().zip([8, 4, 4, 4, 12]).all(|(group, len)| {
-                group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit())
-            })
-    };
     text.split(|c: char| !(c.is_ascii_hexdigit() || c == '-'))
-        .filter(|word| is_uuid(word))
+        .filter(|word| claude_peer_registry::is_uuid(word))
         .map(str::to_owned)
         .collect()
 }

@@ -8,7 +8,7 @@ use claude_peer_resolve::{Entry, Scope};
 use crate::error::{Exit, Failure};
 use crate::json::SessionJson;
 use crate::ops::{Context, sessions};
-use crate::output::Output;
+use crate::output::{JsonArray, Output};
 use crate::table::{Column, Table, field, now_ms, status_text};
 
 // `list`'s flags (its help is the command's, in `cli.rs`).
@@ -43,14 +43,11 @@ pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Fai
 /// Writes `sessions` as one JSON array and a newline, element by element: the very
 /// bytes `serde_json` writes for the whole array collected.
 fn json_list(to: &mut impl Write, sessions: impl Iterator<Item = Entry>) -> io::Result<()> {
-    to.write_all(b"[")?;
-    for (i, session) in sessions.enumerate() {
-        if i > 0 {
-            to.write_all(b",")?;
-        }
-        serde_json::to_writer(&mut *to, &SessionJson::new(&session))?;
+    let mut array = JsonArray::default();
+    for session in sessions {
+        array.push(to, &SessionJson::new(&session))?;
     }
-    to.write_all(b"]\n")
+    array.end(to)
 }
 
 fn human_list(

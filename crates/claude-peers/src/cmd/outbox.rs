@@ -10,7 +10,7 @@ use crate::args::ClaudeArg;
 use crate::error::{Exit, Failure};
 use crate::ops::post::{self, Start};
 use crate::ops::{self, Context};
-use crate::output::Output;
+use crate::output::{JsonArray, Output};
 use crate::table::{field, local_time};
 
 #[derive(Debug, clap::Args)]
@@ -83,6 +83,7 @@ pub(crate) struct Printer<'a> {
     out: &'a Output,
     timeline: Timeline,
     stdout: io::BufWriter<io::StdoutLock<'static>>,
+    json: JsonArray,
     printed: usize,
     failed: Option<io::Error>,
 }
@@ -93,6 +94,7 @@ impl<'a> Printer<'a> {
             out,
             timeline,
             stdout: io::BufWriter::new(io::stdout().lock()),
+            json: JsonArray::default(),
             printed: 0,
             failed: None,
         }
@@ -103,10 +105,7 @@ impl<'a> Printer<'a> {
             return;
         }
         let written = if self.out.is_json() {
-            let open: &[u8] = if self.printed == 0 { b"[" } else { b"," };
-            self.stdout.write_all(open).and_then(|()| {
-                serde_json::to_writer(&mut self.stdout, record).map_err(io::Error::from)
-            })
+            self.json.push(&mut self.stdout, record)
         } else {
             self.stdout
                 .write_all(human(record, self.timeline).as_bytes())
@@ -121,8 +120,7 @@ impl<'a> Printer<'a> {
             return Err(err);
         }
         if self.out.is_json() {
-            let close: &[u8] = if self.printed == 0 { b"[]\n" } else { b"]\n" };
-            self.stdout.write_all(close)?;
+            self.json.end(&mut self.stdout)?;
         } else if self.printed == 0 {
             self.stdout.write_all(b"No messages.\n")?;
         }

@@ -103,14 +103,15 @@ pub(crate) fn exec(
     })
 }
 
-/// A target's kind of address: a session id (Claude Code's are UUIDs), else a name.
+/// A target's kind of address, as the record shows it and `log --to` finds it: a session
+/// id when it is UUID-shaped, else a name. Each attempt resolves either by the one target
+/// rule (an id, or else the name of one live session), so the shape decides no delivery.
 fn kind_of(target: &str) -> &'static str {
-    let groups: Vec<&str> = target.split('-').collect();
-    let uuid = groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
-        && groups
-            .iter()
-            .all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()));
-    if uuid { "session_id" } else { "name" }
+    if claude_peer_registry::is_uuid(target) {
+        "session_id"
+    } else {
+        "name"
+    }
 }
 
 fn sentence(record: &claude_peer_post::protocol::Record) -> String {
