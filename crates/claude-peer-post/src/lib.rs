@@ -20,7 +20,7 @@
 //! per address; a failed attempt waits [`backoff`] before the next.
 //!
 //! ```
-//! use claude_peer_post::{Address, NewMessage, State, Step, Store};
+//! use claude_peer_post::{Attempt, Address, NewMessage, State, Step, Store};
 //! # let dir = tempfile::tempdir()?;
 //! let mut store = Store::open(&dir.path().join("state/post.db"))?;
 //! let now = 1_700_000_000_000;
@@ -35,13 +35,14 @@
 //!     now,
 //! )?;
 //! assert_eq!(posted.message.state, State::Waiting);
-//! let sending = store.step(&posted.message.id, &Step::Send, now + 10)?;
+//! let sending = store.step(&posted.message.id, &Step::Send(Attempt::to("s")), now + 10)?;
 //! assert_eq!((sending.state, sending.attempts), (State::Sending, 1));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod carrier;
 mod client;
 mod error;
 mod lock;
@@ -54,10 +55,15 @@ mod store;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use carrier::{
+    Carried, Carrier, Handing, Hearer, Heard, OpenSender, Relays, SENDER_IDLE, WarmSenders,
+};
 pub use client::{Client, Done};
 pub use error::Error;
 pub use lock::{LOCK_FILE, Lock};
-pub use message::{Address, AddressKind, Change, Message, NewMessage, State, Step};
+pub use message::{
+    Address, AddressKind, Attempt, Change, Message, NewMessage, SenderProcess, State, Step,
+};
 pub use office::{FIRST_BACKOFF, LONGEST_BACKOFF, Pass, PostOffice, backoff};
 pub use server::{DEFAULT_IDLE_EXIT, SOCKET_FILE, Server, Stopper};
 pub use store::{LogFilter, Posted, Store};

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use claude_peer_deliver::Receipt;
+use claude_peer_deliver::{Outcome, Receipt};
 
 /// Whom a message is for, resolved afresh at each attempt through the gate.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -163,9 +163,9 @@ pub enum Step {
         /// The earliest time of the next attempt, in ms since the epoch.
         retry_at_ms: u64,
     },
-    /// An attempt begins: only from `waiting`, so a message is claimed at most once at a
-    /// time.
-    Send,
+    /// An attempt begins, carried as it says: only from `waiting`, so a message is
+    /// claimed at most once at a time.
+    Send(Attempt),
     /// Claude Code took it, from `sending`: which session got it, its `msg_id`, and the
     /// receipt as first known.
     Deliver {
@@ -200,7 +200,11 @@ impl Step {
             (Self::Wait(_), Waiting) | (Self::Fail { .. }, Sending) | (Self::Retry, Unknown) => {
                 Waiting
             }
-            (Self::Send, Waiting) => Sending,
+            (Self::Send(_), Waiting) => Sending,
+            // A receiver that refuses it on arrival makes it final as refused.
+            (Self::Receipt(receipt), Delivered) if matches!(receipt.outcome, Outcome::Refused) => {
+                Refused
+            }
             (Self::Deliver { .. }, Sending) | (Self::Receipt(_), Delivered) => Delivered,
             (Self::Refuse(_), Waiting | Sending) => Refused,
             (Self::Expire, Waiting) => Expired,
@@ -217,7 +221,7 @@ impl Step {
         match self {
             Self::Wait(_) => "wait",
             Self::Fail { .. } => "fail",
-            Self::Send => "send",
+            Self::Send(_) => "send",
             Self::Deliver { .. } => "deliver",
             Self::Receipt(_) => "receipt",
             Self::Refuse(_) => "refuse",
@@ -227,6 +231,44 @@ impl Step {
             Self::Retry => "retry",
         }
     }
+}
+
+/// What carries an attempt, recorded before the hand-over: what a post office started
+/// after this one was killed needs to tell whether the message went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// The receiving session, as the gate resolved it.
+    pub session_id: String,
+    /// The sender that hands it over, when the carrier can say before it does.
+    pub sender: Option<SenderProcess>,
+    /// How long the receiver's transcript was as the attempt began (0: it had none):
+    /// what it records of this message comes after.
+    pub transcript_len: Option<u64>,
+}
+
+impl Attempt {
+    /// An attempt to `session_id` whose sender and transcript are not known: a post
+    /// office killed during it leaves it `unknown`.
+    #[must_use]
+    pub fn to(session_id: impl Into<String>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            sender: None,
+            transcript_len: None,
+        }
+    }
+}
+
+/// A sender process, told apart from a later one with the same pid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SenderProcess {
+    /// Its pid, the leader of its own process group (so everything it started is found
+    /// by the group).
+    pub pid: u32,
+    /// Its start token, as the registry's records hold them.
+    pub start_token: String,
+    /// Its messaging socket, `uds:<path>` as receivers record where a message came from.
+    pub address: String,
 }
 
 /// A message to post.
@@ -277,6 +319,8 @@ pub struct Message {
     pub expires_at_ms: u64,
     /// The earliest time of its next attempt, after one that failed (0: any time).
     pub not_before_ms: u64,
+    /// The last attempt, once one began.
+    pub attempt: Option<Attempt>,
     /// Every change, oldest first, its posting included.
     pub timeline: Vec<Change>,
 }
@@ -317,7 +361,7 @@ mod tests {
         };
         let steps = [
             Step::Wait("w".into()),
-            Step::Send,
+            Step::Send(Attempt::to("s")),
             Step::Fail {
                 reason: "f".into(),
                 retry_at_ms: 0,
@@ -349,7 +393,8 @@ mod tests {
         }
         // Only a waiting message is claimed for an attempt.
         for state in State::ALL {
-            assert_eq!(Step::Send.from(state).is_some(), state == State::Waiting);
+            let send = Step::Send(Attempt::to("s"));
+            assert_eq!(send.from(state).is_some(), state == State::Waiting);
         }
     }
 }

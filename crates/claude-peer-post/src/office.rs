@@ -3,14 +3,17 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use claude_peer_deliver::{Courier, Error as Refused, RefusalKind, Relay};
+use claude_peer_deliver::{Basis, Courier, Error as Refused, Outcome, Receipt, RefusalKind};
 use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
-use claude_peer_registry::ClaudeHome;
+use claude_peer_registry::{ClaudeHome, Pid};
 use claude_peer_resolve::{Roster, Scope};
+use claude_peer_sender::MailboxEvent;
+use claude_peer_transcript::{Fact, Follower};
 
-use crate::{Address, Error, Message, State, Step, Store};
+use crate::carrier::{Carried, Carrier, Hearer, Heard};
+use crate::{Address, Attempt, Error, Message, SenderProcess, State, Step, Store};
 
 /// How many waiting messages a pass reads from the store at a time.
 const PAGE: usize = 256;
@@ -35,16 +38,15 @@ pub struct Pass {
     pub waiting: usize,
 }
 
-/// Delivers what a [`Store`] holds through the gate (`Courier`) and a relay for each
-/// message's sender name.
-pub struct PostOffice<R, P = OsProcessTable, F = OsRegistryFs> {
+/// Delivers what a [`Store`] holds through the gate (`Courier`) and a [`Carrier`].
+pub struct PostOffice<C, P = OsProcessTable, F = OsRegistryFs> {
     store: Store,
     courier: Courier<P, F>,
     home: ClaudeHome,
-    relays: Box<dyn Fn(&str) -> R + Send>,
+    carrier: C,
 }
 
-impl<R, P, F> std::fmt::Debug for PostOffice<R, P, F> {
+impl<C, P, F> std::fmt::Debug for PostOffice<C, P, F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostOffice")
             .field("store", &self.store)
@@ -62,21 +64,22 @@ enum Tried {
     Gone,
 }
 
-impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
-    /// A post office delivering `store`'s messages to the sessions of `home`, through
-    /// `courier`'s gate and the relay `relays` gives for each message's sender name (the
-    /// name its receiver sees).
-    pub fn new(
-        store: Store,
-        courier: Courier<P, F>,
-        home: ClaudeHome,
-        relays: impl Fn(&str) -> R + Send + 'static,
-    ) -> Self {
+/// How long after its posting a delivered message's `queued` or `held` receipt keeps
+/// its sender running to hear the rest.
+const RECEIPT_WATCH: Duration = Duration::from_secs(3600);
+
+/// How long recovery waits for a killed post office's sender to be gone.
+const SENDER_GONE_WAIT: Duration = Duration::from_secs(5);
+
+impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
+    /// A post office delivering `store`'s messages to the sessions of `home` through
+    /// `carrier`, telling which addresses resolve with `courier`'s registry reads.
+    pub const fn new(store: Store, courier: Courier<P, F>, home: ClaudeHome, carrier: C) -> Self {
         Self {
             store,
             courier,
             home,
-            relays: Box::new(relays),
+            carrier,
         }
     }
 
@@ -90,24 +93,65 @@ impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
         &mut self.store
     }
 
-    /// Marks every message a stopped post office left `sending` as `unknown`: it may
-    /// have been delivered, so it is never sent again by itself (`outbox retry` sends it
-    /// again when its sender says so). Call once, before the first pass; their ids.
-    pub fn recover(&mut self) -> Result<Vec<String>, Error> {
+    /// Where its senders tell what they hear later: each [`Heard`] is then recorded by
+    /// [`PostOffice::hear`], on the caller's thread.
+    pub fn listen(&mut self, hearer: Hearer) {
+        self.carrier.listen(hearer);
+    }
+
+    /// Settles every message a stopped post office left `sending`; call once, before
+    /// the first pass, with that post office gone (its lock taken). Its sender is
+    /// stopped first (its process group killed when its leader is still the process
+    /// recorded), then the receiver's transcript since the attempt began tells: our
+    /// sender's address and the exact text there → `delivered`, with its `msg_id` and
+    /// receipt when written; not there → `waiting`, to be sent again. A message whose
+    /// sender or transcript cannot be told about is `unknown`, never sent again by
+    /// itself. The messages as settled.
+    pub fn recover(&mut self) -> Result<Vec<Message>, Error> {
         let mut sending = Vec::new();
         self.store.outbox(|message| {
             if message.state == State::Sending {
-                sending.push(message.id);
+                sending.push(message);
             }
             std::ops::ControlFlow::Continue(())
         })?;
-        let why =
-            "the post office stopped during its attempt: whether Claude Code took it is not known"
-                .to_owned();
-        for id in &sending {
-            self.store.step(id, &Step::Unknown(why.clone()), now_ms())?;
+        let mut settled = Vec::new();
+        for message in sending {
+            let step = reconcile(&self.store, &self.home, &message)?;
+            settled.push(self.store.step(&message.id, &step, now_ms())?);
         }
-        Ok(sending)
+        Ok(settled)
+    }
+
+    /// Records what a sender heard: a later receipt of a message it delivered.
+    /// Receipts of messages the store does not hold (sent by others) are passed over.
+    pub fn hear(&mut self, heard: &Heard) -> Result<(), Error> {
+        let MailboxEvent::Receipt(receipt) = &heard.event else {
+            return Ok(());
+        };
+        let step = Step::Receipt(Receipt {
+            outcome: receipt.outcome,
+            basis: receipt.basis,
+        });
+        for msg_id in &receipt.msg_ids {
+            let Some(message) = self.store.by_msg_id(msg_id)? else {
+                continue;
+            };
+            match self.store.step(&message.id, &step, now_ms()) {
+                Ok(_) | Err(Error::NotNow { .. }) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the senders without work, keeping those whose messages still await their
+    /// receiver's word; when to look again.
+    pub fn tidy(&mut self) -> Option<Instant> {
+        let store = &self.store;
+        let since = now_ms().saturating_sub(millis(RECEIPT_WATCH));
+        self.carrier
+            .tidy(&|from| store.awaits_receipt(from, since).unwrap_or(true))
     }
 
     /// Expires what is due, then tries every waiting message, oldest first, whose
@@ -120,7 +164,7 @@ impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
             store,
             courier,
             home,
-            relays,
+            carrier,
         } = self;
         let mut pass = Pass {
             expired: store.expire_due(now_ms())?.len(),
@@ -145,7 +189,7 @@ impl<R: Relay, P: ProcessTable, F: RegistryFs> PostOffice<R, P, F> {
                         held.insert(message.to);
                         continue;
                     };
-                    attempt(store, courier, home, relays, &message, &target)?
+                    attempt(store, carrier, home, &message, &target)?
                 };
                 match tried {
                     Tried::Delivered => pass.delivered += 1,
@@ -181,27 +225,53 @@ fn resolved<P: ProcessTable, F: RegistryFs>(
     }
 }
 
-/// One attempt at `message`, to the live session `session_id`: allowed by the gate
-/// (which resolves it afresh), claimed in the store (`sending`, on disk before the relay
-/// is asked), handed over, and the outcome recorded.
-fn attempt<R: Relay, P: ProcessTable, F: RegistryFs>(
+/// One attempt at `message`, to the live session `session_id`: carried through the gate
+/// (which resolves it afresh), claimed in the store (`sending`, with what carries it, on
+/// disk before the hand-over), handed over, and the outcome recorded.
+fn attempt(
     store: &mut Store,
-    courier: &Courier<P, F>,
+    carrier: &mut impl Carrier,
     home: &ClaudeHome,
-    relays: &(dyn Fn(&str) -> R + Send),
     message: &Message,
     session_id: &str,
 ) -> Result<Tried, Error> {
-    let prepared = match courier.prepare(home, session_id, &message.text) {
-        Ok(prepared) => prepared,
-        Err(err) => return not_now(store, message, err),
+    let mut claimed = None;
+    let outcome = carrier.carry(&message.from, session_id, &message.text, &mut |handing| {
+        let attempt = Attempt {
+            session_id: handing.session_id.to_owned(),
+            sender: handing
+                .sender
+                .and_then(|(pid, address)| sender_process(pid, address)),
+            transcript_len: transcript_len(home, handing.session_id),
+        };
+        let result = store.step(&message.id, &Step::Send(attempt), now_ms());
+        let ok = result.is_ok();
+        claimed = Some(result);
+        ok
+    });
+    let claimed = match (outcome, claimed) {
+        (Carried::HandedOver(sent), Some(Ok(claimed))) => (sent, claimed),
+        // No sender to carry it (one that cannot start): an attempt that failed, tried
+        // again after its backoff rather than at every registry change.
+        (Carried::NotNow(Refused::Refused(refusal)), None)
+            if refusal.kind == RefusalKind::DeliveryFailed =>
+        {
+            let claimed = store.step(&message.id, &Step::Send(Attempt::to(session_id)), now_ms());
+            let claimed = match claimed {
+                Ok(claimed) => claimed,
+                Err(Error::NotNow { .. }) => return Ok(Tried::Gone),
+                Err(err) => return Err(err),
+            };
+            (Err(Refused::Refused(refusal)), claimed)
+        }
+        (Carried::NotNow(err), _) => return not_now(store, message, err),
+        (_, Some(Err(Error::NotNow { .. })) | None) | (Carried::Unclaimed, Some(Ok(_))) => {
+            return Ok(Tried::Gone);
+        }
+        (_, Some(Err(err))) => return Err(err),
     };
-    let claimed = match store.step(&message.id, &Step::Send, now_ms()) {
-        Ok(claimed) => claimed,
-        Err(Error::NotNow { .. }) => return Ok(Tried::Gone),
-        Err(err) => return Err(err),
-    };
-    let step = match prepared.hand_over(&relays(&message.from)) {
+    let (sent, claimed) = claimed;
+    let step = match sent {
         Ok(delivered) => Step::Deliver {
             session_id: delivered.session.record.session_id,
             msg_id: delivered.msg_id,
@@ -225,6 +295,137 @@ fn attempt<R: Relay, P: ProcessTable, F: RegistryFs>(
     };
     store.step(&message.id, &step, now_ms())?;
     Ok(tried)
+}
+
+/// The sender process `pid`, told apart from a later one by its start token; `None`
+/// when that cannot be read (then a post office killed during the attempt leaves it
+/// `unknown`).
+fn sender_process(pid: u32, address: &str) -> Option<SenderProcess> {
+    let table = OsProcessTable::new();
+    let id = Pid::new(pid)?;
+    let start_token = table.facts(id, table.signal(id)).start_token?;
+    Some(SenderProcess {
+        pid,
+        start_token,
+        address: address.to_owned(),
+    })
+}
+
+/// How long the transcript of `session_id` is now (0 when it has none); `None` when it
+/// cannot be read.
+fn transcript_len(home: &ClaudeHome, session_id: &str) -> Option<u64> {
+    match claude_peer_transcript::find(home, session_id) {
+        Ok(Some(path)) => std::fs::symlink_metadata(path).ok().map(|meta| meta.len()),
+        Ok(None) => Some(0),
+        Err(_) => None,
+    }
+}
+
+/// What became of `message`, left `sending` by a post office that stopped: see
+/// [`PostOffice::recover`].
+fn reconcile(store: &Store, home: &ClaudeHome, message: &Message) -> Result<Step, Error> {
+    let unknown = |why: String| {
+        Step::Unknown(format!(
+            "the post office stopped during its attempt, and {why}: whether Claude Code took it is not known"
+        ))
+    };
+    let Some(attempt) = &message.attempt else {
+        return Ok(unknown("the attempt was not recorded".to_owned()));
+    };
+    let (Some(sender), Some(len)) = (&attempt.sender, attempt.transcript_len) else {
+        return Ok(unknown(
+            "its sender or its receiver's transcript was not known before it".to_owned(),
+        ));
+    };
+    if let Err(why) = stop(sender) {
+        return Ok(unknown(why));
+    }
+    let facts = match facts_since(home, &attempt.session_id, len) {
+        Ok(facts) => facts,
+        Err(err) => return Ok(unknown(format!("its receiver's transcript cannot be read: {err}"))),
+    };
+    let mut receipt = None;
+    let mut msg_id = None;
+    for fact in facts {
+        match fact {
+            Fact::Queued { from, text } if from == sender.address && text == message.text => {
+                receipt.get_or_insert(Outcome::Queued);
+            }
+            // The first read from our sender not of a message the store knows: its
+            // messages before this one have their msg_ids.
+            Fact::Read { msg_id: id, from }
+                if receipt == Some(Outcome::Queued)
+                    && msg_id.is_none()
+                    && from.as_deref() == Some(&sender.address)
+                    && store.by_msg_id(&id)?.is_none() =>
+            {
+                msg_id = Some(id);
+                receipt = Some(Outcome::Read);
+            }
+            Fact::Held { from, preview }
+                if from == sender.address && message.text.starts_with(preview.trim_end_matches('…')) =>
+            {
+                receipt.get_or_insert(Outcome::Held);
+            }
+            _ => {}
+        }
+    }
+    Ok(match receipt {
+        Some(outcome) => Step::Deliver {
+            session_id: attempt.session_id.clone(),
+            msg_id,
+            receipt: Some(Receipt {
+                outcome,
+                basis: Basis::Transcript,
+            }),
+        },
+        None => Step::Fail {
+            reason: "the post office stopped during its attempt; its receiver's transcript shows it did not arrive, and its sender is gone: sent again".to_owned(),
+            retry_at_ms: 0,
+        },
+    })
+}
+
+/// Every fact the transcript of `session_id` wrote from `len` bytes in.
+fn facts_since(
+    home: &ClaudeHome,
+    session_id: &str,
+    len: u64,
+) -> Result<Vec<Fact>, claude_peer_transcript::Error> {
+    let mut follower = Follower::since(home, session_id, len)?;
+    let mut facts = Vec::new();
+    loop {
+        let more = follower.next(Duration::ZERO)?;
+        if more.is_empty() {
+            return Ok(facts);
+        }
+        facts.extend(more);
+    }
+}
+
+/// Makes sure the sender a stopped post office left is gone: its process group is
+/// killed when its leader is still that process, then awaited, at most
+/// [`SENDER_GONE_WAIT`]. The group outlives nothing of ours: a pid is not reused while
+/// a group of that id has members.
+fn stop(sender: &SenderProcess) -> Result<(), String> {
+    let gone = || format!("its sender (process group {}) is still running", sender.pid);
+    let group = rustix::process::Pid::from_raw(i32::try_from(sender.pid).map_err(|_| gone())?)
+        .ok_or_else(gone)?;
+    let table = OsProcessTable::new();
+    if let Some(pid) = Pid::new(sender.pid) {
+        let facts = table.facts(pid, table.signal(pid));
+        if facts.start_token.as_deref() == Some(sender.start_token.as_str()) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
+    let deadline = Instant::now() + SENDER_GONE_WAIT;
+    loop {
+        match rustix::process::test_kill_process_group(group) {
+            Err(rustix::io::Errno::SRCH) => return Ok(()),
+            _ if Instant::now() >= deadline => return Err(gone()),
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
 }
 
 /// Records why `message` cannot go now, before anything was claimed or handed over: a

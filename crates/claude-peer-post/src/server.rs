@@ -11,13 +11,12 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use claude_peer_deliver::Relay;
 use claude_peer_registry::ClaudeHome;
 use claude_peer_watch::Watcher;
 
 use crate::lock::Lock;
 use crate::protocol::{self, Answer, MAX_REQUEST_BYTES, Record, Request};
-use crate::{Error, LogFilter, NewMessage, PostOffice, Step, Store};
+use crate::{Carrier, Error, Heard, LogFilter, NewMessage, PostOffice, Step, Store};
 
 /// The socket's file name in the runtime directory.
 pub const SOCKET_FILE: &str = "post.sock";
@@ -113,9 +112,9 @@ impl Server {
     /// request waiting. It passes over the waiting messages whenever the registry of
     /// `home` changes, a message is posted, or a backoff or expiry is due; when stopped,
     /// an attempt under way is finished and recorded first.
-    pub fn run<R: Relay + Send + 'static>(
+    pub fn run<C: Carrier + 'static>(
         self,
-        mut office: PostOffice<R>,
+        mut office: PostOffice<C>,
         home: &ClaudeHome,
         idle_exit: Option<Duration>,
     ) -> Result<(), Error> {
@@ -130,6 +129,10 @@ impl Server {
         let mut store = Store::open(office.store().path())?;
         let office_home = office.home().root().display().to_string();
         let (wake, wakes) = mpsc::channel();
+        let heard = wake.clone();
+        office.listen(Arc::new(move |event| {
+            let _ = heard.send(Wake::Heard(Box::new(event)));
+        }));
         let clients = Arc::new(AtomicUsize::new(0));
         accept(listener, to, Arc::clone(&clients))?;
         follow(home.clone(), wake.clone())?;
@@ -171,41 +174,51 @@ impl Server {
 enum Wake {
     /// Something may be ready to go: the registry changed, a message was posted.
     Now,
+    /// A sender heard something after a send: a later receipt, to record.
+    Heard(Box<Heard>),
     Stop,
 }
 
 /// The deliverer's loop: a pass at once, then whenever woken or a backoff or expiry is
-/// due.
-fn deliver<R: Relay>(mut office: PostOffice<R>, wakes: &Receiver<Wake>) -> Result<(), Error> {
+/// due; what senders hear is recorded as it comes, and senders without work stopped.
+fn deliver<C: Carrier>(mut office: PostOffice<C>, wakes: &Receiver<Wake>) -> Result<(), Error> {
     let mut due = Some(Instant::now());
+    let mut tidy = None;
     loop {
-        let wait = due.map_or(Duration::from_secs(3600), |at| {
+        let next = [due, tidy].into_iter().flatten().min();
+        let wait = next.map_or(Duration::from_secs(3600), |at| {
             at.saturating_duration_since(Instant::now())
         });
-        match wakes.recv_timeout(wait) {
-            Ok(Wake::Now) => due = Some(Instant::now()),
-            Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return Ok(()),
-            Err(RecvTimeoutError::Timeout) => {}
-        }
+        let first = match wakes.recv_timeout(wait) {
+            Ok(wake) => Some(wake),
+            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            Err(RecvTimeoutError::Timeout) => None,
+        };
         // A burst of wake-ups is one pass.
-        while let Ok(wake) = wakes.try_recv() {
-            if matches!(wake, Wake::Stop) {
-                return Ok(());
+        for wake in first.into_iter().chain(std::iter::from_fn(|| wakes.try_recv().ok())) {
+            match wake {
+                Wake::Now => due = Some(Instant::now()),
+                Wake::Heard(heard) => office.hear(&heard)?,
+                Wake::Stop => return Ok(()),
             }
         }
-        if due.is_some_and(|at| at <= Instant::now()) {
+        let now = Instant::now();
+        if due.is_some_and(|at| at <= now) {
             due = match office.pass() {
                 Ok(_) => next_due(&mut office)?,
                 // The registry could not be read: try again in a second.
                 Err(Error::Registry(_)) => Some(Instant::now() + Duration::from_secs(1)),
                 Err(err) => return Err(err),
             };
+            tidy = office.tidy();
+        } else if tidy.is_some_and(|at| at <= now) {
+            tidy = office.tidy();
         }
     }
 }
 
 /// When the next pass is due: the earliest backoff or expiry of a waiting message.
-fn next_due<R: Relay>(office: &mut PostOffice<R>) -> Result<Option<Instant>, Error> {
+fn next_due<C: Carrier>(office: &mut PostOffice<C>) -> Result<Option<Instant>, Error> {
     let now = crate::office::now_ms();
     Ok(office
         .store()

@@ -79,6 +79,8 @@ enum Begin {
     End,
     /// At its beginning: it appeared after start.
     Start,
+    /// This many bytes in: the length it had when the caller last looked.
+    At(u64),
 }
 
 /// The transcript being read.
@@ -111,6 +113,32 @@ impl Follower {
         match find::locate(home, session_id, &mut |_| {})? {
             Some(found) => follower.open(found, Begin::End)?,
             None => follower.look()?,
+        }
+        Ok(follower)
+    }
+
+    /// Starts following the transcript of `session_id` in `home` from `offset` bytes
+    /// in: the length it had when the caller looked before a send (0 when it had none),
+    /// so the facts are those written since. One shorter than `offset` now is
+    /// [`Error::Truncated`]: not the file looked at then.
+    pub fn since(home: &ClaudeHome, session_id: &str, offset: u64) -> Result<Self, Error> {
+        find::check_session_id(session_id)?;
+        let mut follower = Self {
+            home: home.clone(),
+            session_id: session_id.to_owned(),
+            state: State::Absent,
+            notify: None,
+            watched: false,
+            lines: LineBuffer::new(MAX_LINE),
+            path: None,
+        };
+        match find::locate(home, session_id, &mut |_| {})? {
+            Some(found) => follower.open(found, Begin::At(offset))?,
+            None if offset == 0 => follower.look()?,
+            None => {
+                let path = home.root().join("projects/*").join(format!("{session_id}.jsonl"));
+                return Err(Error::Replaced { path });
+            }
         }
         Ok(follower)
     }
@@ -226,6 +254,14 @@ impl Follower {
                 let size = u64::try_from(opened.st_size).unwrap_or(0);
                 let mid_line = size > 0 && !ends_a_line(&file, size - 1, &path)?;
                 (size, mid_line)
+            }
+            Begin::At(offset) => {
+                let size = u64::try_from(opened.st_size).unwrap_or(0);
+                if size < offset {
+                    return Err(Error::Truncated { path });
+                }
+                let mid_line = offset > 0 && !ends_a_line(&file, offset - 1, &path)?;
+                (offset, mid_line)
             }
         };
         let notify = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok();

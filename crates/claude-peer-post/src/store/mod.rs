@@ -151,6 +151,34 @@ impl Store {
         row::load(&self.conn, id).map_err(failed(&self.path))
     }
 
+    /// The message Claude Code knows as `msg_id`, if any: where a later receipt belongs.
+    pub fn by_msg_id(&self, msg_id: &str) -> Result<Option<Message>, Error> {
+        let id: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT id FROM message WHERE msg_id = ?1",
+                [msg_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(failed(&self.path))?;
+        id.map_or(Ok(None), |id| self.get(&id))
+    }
+
+    /// Whether a message `from` sent, delivered since `since_ms`, still waits for its
+    /// receiver's word (`queued` until read, `held` until released, denied or expired):
+    /// its sender still has work to hear.
+    pub fn awaits_receipt(&self, from: &str, since_ms: u64) -> Result<bool, Error> {
+        self.conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM message WHERE sender = ?1 AND state = 'delivered'
+                 AND outcome IN ('queued', 'held') AND created_at_ms >= ?2)",
+                params![from, ms(since_ms)],
+                |row| row.get(0),
+            )
+            .map_err(failed(&self.path))
+    }
+
     /// Takes `step` for the message `id` at `at_ms`, if it applies to the message as it
     /// stands (else [`Error::NotNow`], nothing changed); returns the message after it.
     /// A reason or receipt that is already the message's is not recorded again.

@@ -8,10 +8,10 @@ use std::ops::ControlFlow;
 use claude_peer_deliver::{Basis, Outcome, Receipt};
 use rusqlite::{Connection, Row, params};
 
-use crate::message::{Address, AddressKind, Change, Message, State, Step};
+use crate::message::{Address, AddressKind, Attempt, Change, Message, SenderProcess, State, Step};
 
 /// The columns [`message`] reads, in its order.
-pub(super) const MESSAGE_COLUMNS: &str = "seq, id, sender, key, to_kind, address, text, state, reason, outcome, basis, msg_id, session_id, attempts, created_at_ms, expires_at_ms, not_before_ms";
+pub(super) const MESSAGE_COLUMNS: &str = "seq, id, sender, key, to_kind, address, text, state, reason, outcome, basis, msg_id, session_id, attempts, created_at_ms, expires_at_ms, not_before_ms, attempt_pid, attempt_start, attempt_address, attempt_transcript_len";
 
 /// A time or count as SQLite keeps it (a signed 64-bit integer).
 pub(super) fn ms(value: u64) -> i64 {
@@ -75,8 +75,33 @@ fn message(row: &Row<'_>) -> rusqlite::Result<Message> {
         created_at_ms: unsigned(row.get(14)?),
         expires_at_ms: unsigned(row.get(15)?),
         not_before_ms: unsigned(row.get(16)?),
+        attempt: attempt(row)?,
         timeline: Vec::new(),
     })
+}
+
+/// The last attempt, from the receiving session and the `attempt_` columns.
+fn attempt(row: &Row<'_>) -> rusqlite::Result<Option<Attempt>> {
+    let attempts: i64 = row.get(13)?;
+    let Some(session_id) = row.get::<_, Option<String>>(12)?.filter(|_| attempts > 0) else {
+        return Ok(None);
+    };
+    let pid: Option<i64> = row.get(17)?;
+    let start: Option<String> = row.get(18)?;
+    let address: Option<String> = row.get(19)?;
+    let sender = match (pid.and_then(|pid| u32::try_from(pid).ok()), start, address) {
+        (Some(pid), Some(start_token), Some(address)) => Some(SenderProcess {
+            pid,
+            start_token,
+            address,
+        }),
+        _ => None,
+    };
+    Ok(Some(Attempt {
+        session_id,
+        sender,
+        transcript_len: row.get::<_, Option<i64>>(20)?.map(unsigned),
+    }))
 }
 
 /// The timeline of the message `seq`, oldest first.
@@ -155,11 +180,19 @@ pub(super) fn apply(
         | Step::Fail { reason: why, .. }
         | Step::Refuse(why)
         | Step::Unknown(why) => (Some(why.clone()), Some(why.clone())),
-        Step::Send => (
+        Step::Send(attempt) => (
             None,
-            Some(format!("attempt {}", attempts.saturating_add(1))),
+            Some(format!(
+                "attempt {} to session {}",
+                attempts.saturating_add(1),
+                attempt.session_id
+            )),
         ),
         Step::Deliver { session_id, .. } => (None, Some(format!("to session {session_id}"))),
+        Step::Receipt(receipt) if receipt.outcome == Outcome::Refused => {
+            let why = "its receiver refused it on arrival".to_owned();
+            (Some(why.clone()), Some(why))
+        }
         Step::Receipt(_) | Step::Cancel => (None, None),
         Step::Expire => {
             let why = "not delivered before its expiry".to_owned();
@@ -181,8 +214,8 @@ pub(super) fn apply(
     );
     match step {
         Step::Receipt(_) => conn.execute(
-            "UPDATE message SET outcome = ?2, basis = ?3 WHERE id = ?1",
-            params![id, outcome, basis],
+            "UPDATE message SET state = ?2, outcome = ?3, basis = ?4, reason = coalesce(?5, reason) WHERE id = ?1",
+            params![id, state, outcome, basis, reason],
         )?,
         Step::Deliver {
             session_id, msg_id, ..
@@ -194,10 +227,23 @@ pub(super) fn apply(
             "UPDATE message SET state = ?2, reason = ?3, not_before_ms = ?4 WHERE id = ?1",
             params![id, state, reason, ms(*retry_at_ms)],
         )?,
-        Step::Send => conn.execute(
-            "UPDATE message SET state = ?2, reason = NULL, attempts = attempts + 1 WHERE id = ?1",
-            params![id, state],
-        )?,
+        Step::Send(attempt) => {
+            let sender = attempt.sender.as_ref();
+            conn.execute(
+                "UPDATE message SET state = ?2, reason = NULL, attempts = attempts + 1, session_id = ?3,
+                 attempt_pid = ?4, attempt_start = ?5, attempt_address = ?6, attempt_transcript_len = ?7
+                 WHERE id = ?1",
+                params![
+                    id,
+                    state,
+                    attempt.session_id,
+                    sender.map(|s| s.pid),
+                    sender.map(|s| &s.start_token),
+                    sender.map(|s| &s.address),
+                    attempt.transcript_len.map(ms),
+                ],
+            )?
+        }
         _ => conn.execute(
             "UPDATE message SET state = ?2, reason = ?3 WHERE id = ?1",
             params![id, state, reason],

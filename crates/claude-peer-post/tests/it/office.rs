@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use claude_peer_deliver::{CommandRelay, Courier};
-use claude_peer_post::{Address, Message, NewMessage, Pass, PostOffice, State, Step, Store};
+use claude_peer_post::{
+    Address, Attempt, Message, NewMessage, Pass, PostOffice, Relays, State, Step, Store,
+};
 use claude_peer_testkit::home::TempHome;
 use claude_peer_testkit::process::{Sleeper, proc_start, shell_script};
 use serde_json::json;
@@ -60,7 +62,7 @@ impl World {
 
     /// A post office over a store in the home, whose relay (given the message's sender
     /// name as `$1`) runs `body` after it wrote down what it was handed.
-    fn office(&self, body: &str) -> PostOffice<CommandRelay> {
+    fn office(&self, body: &str) -> PostOffice<Relays<CommandRelay>> {
         let handed = self.path("handed");
         let script = shell_script(
             self.path("relay"),
@@ -71,13 +73,12 @@ impl World {
         )
         .unwrap();
         let store = Store::open(&self.path("state/post.db")).unwrap();
-        let courier = Courier::os().with_managed_settings(self.path("managed-settings.json"));
-        PostOffice::new(
-            store,
-            courier,
-            self.temp.claude().clone(),
-            move |from: &str| CommandRelay::new(&script).arg(from),
-        )
+        let courier = || Courier::os().with_managed_settings(self.path("managed-settings.json"));
+        let home = self.temp.claude().clone();
+        let relays = Relays::new(courier(), home.clone(), move |from: &str| {
+            CommandRelay::new(&script).arg(from)
+        });
+        PostOffice::new(store, courier(), home, relays)
     }
 
     /// What the relay was handed, a line a message.
@@ -92,7 +93,7 @@ impl World {
 
 const SENT: &str = "echo '{\"sent\":true}'";
 
-fn post(office: &mut PostOffice<CommandRelay>, to: Address, text: &str) -> String {
+fn post(office: &mut PostOffice<Relays<CommandRelay>>, to: Address, text: &str) -> String {
     let new = NewMessage {
         from: "build-bot".to_owned(),
         key: None,
@@ -103,7 +104,7 @@ fn post(office: &mut PostOffice<CommandRelay>, to: Address, text: &str) -> Strin
     office.store().post(&new, now_ms()).unwrap().message.id
 }
 
-fn get(office: &mut PostOffice<CommandRelay>, id: &str) -> Message {
+fn get(office: &mut PostOffice<Relays<CommandRelay>>, id: &str) -> Message {
     office.store().get(id).unwrap().unwrap()
 }
 
@@ -278,8 +279,9 @@ fn what_a_stopped_office_left_sending_is_unknown_and_never_sent_by_itself() {
     let mut office = world.office(SENT);
     world.session("s-r", "reviewer", "r");
     let id = post(&mut office, name("reviewer"), "maybe sent");
-    office.store().step(&id, &Step::Send, now_ms()).unwrap();
-    assert_eq!(office.recover().unwrap(), std::slice::from_ref(&id));
+    office.store().step(&id, &Step::Send(Attempt::to("s")), now_ms()).unwrap();
+    let settled = office.recover().unwrap();
+    assert_eq!(settled.iter().map(|m| &m.id).collect::<Vec<_>>(), [&id]);
     assert_eq!(get(&mut office, &id).state, State::Unknown);
     office.pass().unwrap();
     assert!(world.handed().is_empty());

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use claude_peer_deliver::{CommandRelay, Courier};
 use claude_peer_post::protocol::Request;
-use claude_peer_post::{Client, PostOffice, SOCKET_FILE, Server, Store};
+use claude_peer_post::{Client, PostOffice, Relays, SOCKET_FILE, Server, Store};
 use claude_peer_testkit::home::TempHome;
 use claude_peer_testkit::process::{Sleeper, proc_start, shell_script};
 use serde_json::{Value, json};
@@ -60,11 +60,12 @@ impl Running {
         let server = Server::bind(&runtime).unwrap();
         let stopper = server.stopper();
         let store = Store::open(&temp.root().join("state/post.db")).unwrap();
-        let courier = Courier::os().with_managed_settings(temp.root().join("managed.json"));
+        let courier = || Courier::os().with_managed_settings(temp.root().join("managed.json"));
         let home = temp.claude().clone();
-        let office = PostOffice::new(store, courier, home.clone(), move |_: &str| {
+        let relays = Relays::new(courier(), home.clone(), move |_: &str| {
             CommandRelay::new(&relay)
         });
+        let office = PostOffice::new(store, courier(), home.clone(), relays);
         let server = std::thread::spawn(move || server.run(office, &home, None));
         Self {
             temp,

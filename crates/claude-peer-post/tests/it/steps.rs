@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Barrier};
 
 use claude_peer_deliver::{Basis, Outcome, Receipt};
-use claude_peer_post::{LogFilter, Message, NewMessage, State, Step, Store};
+use claude_peer_post::{Attempt, LogFilter, Message, NewMessage, State, Step, Store};
 use proptest::prelude::*;
 
 use crate::{DAY, NOW, message};
@@ -27,6 +27,10 @@ const READ: Receipt = Receipt {
 const QUEUED: Receipt = Receipt {
     outcome: Outcome::Queued,
     basis: Basis::Transcript,
+};
+const REFUSED: Receipt = Receipt {
+    outcome: Outcome::Refused,
+    basis: Basis::Notice,
 };
 
 fn outbox(store: &Store) -> Vec<Message> {
@@ -64,7 +68,7 @@ fn a_delivered_message_has_its_session_msg_id_receipt_and_every_change_in_its_ti
             NOW + 2,
         )
         .unwrap();
-    store.step(&id, &Step::Send, NOW + 3).unwrap();
+    store.step(&id, &Step::Send(Attempt::to("cb09cfd6")), NOW + 3).unwrap();
     let deliver = Step::Deliver {
         session_id: "cb09cfd6".into(),
         msg_id: Some("msg_1".into()),
@@ -99,7 +103,7 @@ fn a_delivered_message_has_its_session_msg_id_receipt_and_every_change_in_its_ti
                 None,
                 Some("no live session is named reviewer")
             ),
-            (State::Sending, 3, None, Some("attempt 1")),
+            (State::Sending, 3, None, Some("attempt 1 to session cb09cfd6")),
             (
                 State::Delivered,
                 4,
@@ -110,7 +114,7 @@ fn a_delivered_message_has_its_session_msg_id_receipt_and_every_change_in_its_ti
         ]
     );
     // Final: nothing but a receipt applies, and what does not is refused by name.
-    let err = store.step(&id, &Step::Send, NOW + 7).unwrap_err();
+    let err = store.step(&id, &Step::Send(Attempt::to("s")), NOW + 7).unwrap_err();
     assert_eq!(err.as_str(), "not_now");
     assert_eq!(
         err.to_string(),
@@ -166,7 +170,7 @@ fn two_stores_on_one_file_never_claim_one_message_twice() {
                 let mut store = Store::open(&path).unwrap();
                 start.wait();
                 ids.iter()
-                    .filter(|id| store.step(id, &Step::Send, NOW + 1).is_ok())
+                    .filter(|id| store.step(id, &Step::Send(Attempt::to("s")), NOW + 1).is_ok())
                     .count()
             })
         })
@@ -187,7 +191,7 @@ fn only_waiting_messages_past_their_expiry_expire() {
     };
     let due = store.post(&soon, NOW).unwrap().message.id;
     let sending = store.post(&soon, NOW).unwrap().message.id;
-    store.step(&sending, &Step::Send, NOW + 1).unwrap();
+    store.step(&sending, &Step::Send(Attempt::to("s")), NOW + 1).unwrap();
     let later = store
         .post(&message("reviewer", "later"), NOW)
         .unwrap()
@@ -220,7 +224,7 @@ fn the_outbox_lists_open_messages_oldest_first_and_the_log_filters_newest_first(
         );
     }
     store.step(&ids[1], &Step::Cancel, NOW + 5000).unwrap();
-    store.step(&ids[3], &Step::Send, NOW + 5000).unwrap();
+    store.step(&ids[3], &Step::Send(Attempt::to("s")), NOW + 5000).unwrap();
     let open: Vec<String> = outbox(&store).into_iter().map(|m| m.id).collect();
     assert_eq!(open, [ids[0].clone(), ids[2].clone(), ids[3].clone()]);
 
@@ -261,7 +265,7 @@ fn an_unknown_message_is_never_sent_again_until_asked() {
         .unwrap()
         .message
         .id;
-    store.step(&id, &Step::Send, NOW + 1).unwrap();
+    store.step(&id, &Step::Send(Attempt::to("s")), NOW + 1).unwrap();
     let unknown = store
         .step(
             &id,
@@ -271,14 +275,14 @@ fn an_unknown_message_is_never_sent_again_until_asked() {
         .unwrap();
     assert_eq!(unknown.state, State::Unknown);
     assert_eq!(
-        store.step(&id, &Step::Send, NOW + 3).unwrap_err().as_str(),
+        store.step(&id, &Step::Send(Attempt::to("s")), NOW + 3).unwrap_err().as_str(),
         "not_now"
     );
     assert_eq!(
         store.step(&id, &Step::Retry, NOW + 4).unwrap().state,
         State::Waiting
     );
-    assert_eq!(store.step(&id, &Step::Send, NOW + 5).unwrap().attempts, 2);
+    assert_eq!(store.step(&id, &Step::Send(Attempt::to("s")), NOW + 5).unwrap().attempts, 2);
 }
 
 /// Any step, for the property below.
@@ -286,7 +290,7 @@ fn any_step() -> impl Strategy<Value = Step> {
     let receipt = prop_oneof![Just(READ), Just(QUEUED)];
     prop_oneof![
         prop_oneof![Just("a"), Just("b")].prop_map(|r| Step::Wait(r.to_owned())),
-        Just(Step::Send),
+        Just(Step::Send(Attempt::to("s"))),
         prop::option::of(receipt.clone()).prop_map(|receipt| Step::Deliver {
             session_id: "s".into(),
             msg_id: None,
@@ -296,7 +300,7 @@ fn any_step() -> impl Strategy<Value = Step> {
             reason: "relay failed".into(),
             retry_at_ms
         }),
-        receipt.prop_map(Step::Receipt),
+        prop_oneof![Just(READ), Just(QUEUED), Just(REFUSED)].prop_map(Step::Receipt),
         Just(Step::Refuse("refuses".into())),
         Just(Step::Expire),
         Just(Step::Cancel),
@@ -337,14 +341,19 @@ proptest! {
                 changes += 1;
             }
             match step {
-                Step::Send => { attempts += 1; reason = None; }
+                Step::Send(_) => { attempts += 1; reason = None; }
                 Step::Wait(r) | Step::Refuse(r) | Step::Unknown(r) => reason = Some(r.clone()),
                 Step::Fail { reason: r, retry_at_ms } => {
                     reason = Some(r.clone());
                     not_before = *retry_at_ms;
                 }
                 Step::Deliver { receipt: r, .. } => { receipt = *r; reason = None; }
-                Step::Receipt(r) => receipt = Some(*r),
+                Step::Receipt(r) => {
+                    receipt = Some(*r);
+                    if r.outcome == Outcome::Refused {
+                        reason = Some("its receiver refused it on arrival".into());
+                    }
+                }
                 Step::Expire => reason = Some("not delivered before its expiry".into()),
                 Step::Retry => reason = Some("asked to retry".into()),
                 Step::Cancel => reason = None,

@@ -93,6 +93,19 @@ pub enum MailboxEvent {
     },
 }
 
+/// A send the gate allowed, about to be handed to the mailbox's sender: what a caller
+/// that records its sends before they go ([`crate::Job::claim_with`]) writes down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim<'a> {
+    /// The receiving session, as the gate resolved it.
+    pub session_id: &'a str,
+    /// The sender's pid, the leader of its own process group.
+    pub sender_pid: u32,
+    /// The sender's messaging socket (its address, `uds:<path>`, as receivers record
+    /// it), once known.
+    pub sender_socket: Option<&'a str>,
+}
+
 /// Wakes a thread blocked in [`Mailbox::next_event`], which then returns `None`.
 #[derive(Debug, Clone)]
 pub struct Waker {
@@ -204,7 +217,8 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         message: &str,
         idle: Idle,
     ) -> Result<Delivered, Error> {
-        self.send_until(session_id, message, idle, Until::Sent)
+        self.send_until(session_id, message, idle, Until::Sent, &mut |_| true)
+            .and_then(|sent| sent.ok_or(Error::Ended))
     }
 
     /// Sends as [`Mailbox::send`] does, then waits for the receiver's word as a one-shot
@@ -217,21 +231,27 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         message: &str,
         idle: Idle,
     ) -> Result<Delivered, Error> {
-        self.send_until(session_id, message, idle, Until::Decided)
+        self.send_until(session_id, message, idle, Until::Decided, &mut |_| true)
+            .and_then(|sent| sent.ok_or(Error::Ended))
     }
 
+    /// Sends as [`Mailbox::send`] does, asking `claim` once the gate allowed the send and
+    /// right before the hand-over, with the sender that will carry it: `false` sends
+    /// nothing (`Ok(None)`).
     fn send_until(
         &mut self,
         session_id: &str,
         message: &str,
         idle: Idle,
         until: Until,
-    ) -> Result<Delivered, Error> {
+        claim: &mut dyn FnMut(&Claim<'_>) -> bool,
+    ) -> Result<Option<Delivered>, Error> {
         if self.closed {
             return Err(Error::Ended);
         }
         self.follow(session_id);
         let delivered = {
+            let (pid, socket) = (self.sender.pid(), self.sender.socket().map(str::to_owned));
             let relay = MailboxRelay {
                 sender: RefCell::new(&mut self.sender),
                 tracker: RefCell::new(&mut self.tracker),
@@ -243,7 +263,18 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
             };
             self.courier
                 .prepare(&self.home, session_id, message)
-                .and_then(|prepared| prepared.hand_over(&relay))
+                .and_then(|prepared| {
+                    let send = Claim {
+                        session_id: &prepared.session().record.session_id,
+                        sender_pid: pid,
+                        sender_socket: socket.as_deref(),
+                    };
+                    if claim(&send) {
+                        prepared.hand_over(&relay).map(Some)
+                    } else {
+                        Ok(None)
+                    }
+                })
         };
         for line in std::mem::take(&mut self.heard_while_sending) {
             self.observe(line);
@@ -260,13 +291,15 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
                 )),
             });
         }
-        let mut delivered = delivered?;
+        let Some(mut delivered) = delivered? else {
+            return Ok(None);
+        };
         if until == Until::Decided {
             delivered.receipt = self.decide();
         }
         // A wake the send's wait took is spent: the caller looks at its inputs now.
         self.wake_pending.store(false, Ordering::Release);
-        Ok(delivered)
+        Ok(Some(delivered))
     }
 
     /// Hears the sender until the awaited message's receipt is decided (or the sender

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use claude_peer_deliver::Delivered;
 
-use super::{Mailbox, MailboxEvent, Until, Waker};
+use super::{Claim, Mailbox, MailboxEvent, Until, Waker};
 use crate::{Error, Idle};
 
 /// How long the owner waits for an event when nothing else comes: any job wakes it.
@@ -46,6 +46,7 @@ pub struct Job {
     idle: Idle,
     wait: Wait,
     cancelled: Box<dyn Fn() -> bool + Send>,
+    claim: Box<dyn FnMut(&Claim<'_>) -> bool + Send>,
     reply: Box<dyn FnOnce(Reply) + Send>,
 }
 
@@ -73,6 +74,7 @@ impl Job {
             idle: Idle::Ignore,
             wait: Wait::Sent,
             cancelled: Box::new(|| false),
+            claim: Box::new(|_| true),
             reply: Box::new(reply),
         }
     }
@@ -95,6 +97,15 @@ impl Job {
     #[must_use]
     pub fn cancelled_when(mut self, cancelled: impl Fn() -> bool + Send + 'static) -> Self {
         self.cancelled = Box::new(cancelled);
+        self
+    }
+
+    /// Asked once the gate allowed the send, right before the hand-over, with the
+    /// sender that will carry it: a caller that must record a send before it may have
+    /// happened does so here. `false` sends nothing ([`Reply::Cancelled`]).
+    #[must_use]
+    pub fn claim_with(mut self, claim: impl FnMut(&Claim<'_>) -> bool + Send + 'static) -> Self {
+        self.claim = Box::new(claim);
         self
     }
 }
@@ -267,8 +278,13 @@ impl Owner {
             Wait::Sent => Until::Sent,
             Wait::Receipt => Until::Decided,
         };
-        let sent = mailbox.send_until(&job.session_id, &job.message, job.idle, until);
-        (job.reply)(Reply::Sent(sent.map(Box::new)));
+        let mut claim = job.claim;
+        let reply = match mailbox.send_until(&job.session_id, &job.message, job.idle, until, &mut claim) {
+            Ok(Some(sent)) => Reply::Sent(Ok(Box::new(sent))),
+            Ok(None) => Reply::Cancelled,
+            Err(err) => Reply::Sent(Err(err)),
+        };
+        (job.reply)(reply);
         while let Some(event) = self
             .mailbox
             .as_mut()

@@ -3,8 +3,12 @@
 #![allow(clippy::doc_markdown)]
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use claude_peer_post::{DEFAULT_IDLE_EXIT, PostOffice, Server, Store, default_store_path};
+use claude_peer_post::{
+    DEFAULT_IDLE_EXIT, PostOffice, Server, Store, WarmSenders, default_store_path,
+};
+use claude_peer_sender::Mailbox;
 
 use crate::args::{ManagedSettingsArg, SenderArgs, Span, TimeoutArg, span};
 use crate::error::{Exit, Failure};
@@ -43,6 +47,14 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
             args.timeout.span.0,
         )?,
     )?;
+    // One warm sender for each sender name, through the same gate as `send`.
+    let senders = {
+        let ctx = ctx.clone();
+        WarmSenders::new(Arc::new(move |from: &str| {
+            let relay = relay.clone().from(from);
+            Mailbox::with_courier(ctx.courier(), ctx.home.clone(), &relay)
+        }))
+    };
     let store = match args.store {
         Some(path) => ops::absolute(path),
         None => default_store_path().map_err(ops::Error::from)?,
@@ -63,9 +75,7 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         store.path().display()
     ));
     let idle_exit = Some(args.idle_exit.0).filter(|idle| !idle.is_zero());
-    let office = PostOffice::new(store, ctx.courier(), ctx.home.clone(), move |from: &str| {
-        relay.clone().from(from)
-    });
+    let office = PostOffice::new(store, ctx.courier(), ctx.home.clone(), senders);
     server
         .run(office, &ctx.home, idle_exit)
         .map_err(ops::Error::from)?;

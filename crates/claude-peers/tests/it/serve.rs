@@ -128,6 +128,13 @@ fn a_message_posted_to_a_directory_before_its_session_starts_is_read_there_once(
         (receiver.times_read(text) > 0).then_some(())
     });
     assert!(read.is_some(), "the receiver's Claude was given it");
+    // The warm sender heard it read, after the send returned: recorded.
+    let receipt = wait_for(Duration::from_secs(30), || {
+        serve
+            .ask(&get)
+            .filter(|r| r.receipt.as_deref() == Some("read"))
+    });
+    assert!(receipt.is_some(), "read in the store: {:?}", serve.ask(&get));
     // The same key again is the same message: nothing is sent twice.
     let again = serve
         .ask(&Request::Post {
