@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use claude_peer_deliver::{CommandRelay, Courier};
 use claude_peer_post::{
-    Address, Attempt, Message, NewMessage, Pass, PostOffice, Relays, State, Step, Store,
+    Address, Attempt, Message, NewMessage, Pass, PostOffice, Relays, SenderProcess, State, Step,
+    Store,
 };
 use claude_peer_testkit::home::TempHome;
 use claude_peer_testkit::process::{Sleeper, proc_start, shell_script};
@@ -326,4 +327,146 @@ fn a_relay_that_fails_after_it_could_have_sent_leaves_the_message_unknown_never_
         1,
         "handed over once, never again by itself"
     );
+}
+
+/// A sender a killed post office left behind: a process leading its own group, as a
+/// warm sender does, reaped when it ends (as init reaps an orphan): its pid and what
+/// ended it.
+fn orphan_sender() -> (u32, std::thread::JoinHandle<Option<i32>>) {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let mut child = std::process::Command::new("sleep")
+        .arg("600")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    (pid, std::thread::spawn(move || child.wait().unwrap().signal()))
+}
+
+const ORPHAN: &str = "uds:/tmp/claude-peers-test/orphan.sock";
+
+/// The transcript of `session_id` (working in `cwd` under the home), with `lines`.
+fn transcript(world: &World, session_id: &str, lines: &[String]) -> PathBuf {
+    let dir = world.temp.claude().root().join("projects/-project");
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{session_id}.jsonl"));
+    let mut text = lines.join("\n");
+    text.push('\n');
+    fs::write(&path, text).unwrap();
+    path
+}
+
+fn queued_line(from: &str, text: &str) -> String {
+    let content = format!(
+        "<cross-session-message from=\"{from}\" from-name=\"build-bot\" from-mode=\"prompting\">\n{text}\n</cross-session-message>"
+    );
+    json!({"type": "queue-operation", "operation": "enqueue", "content": content}).to_string()
+}
+
+fn read_line(from: &str, msg_id: &str) -> String {
+    json!({"type": "user", "isMeta": true, "origin": {"kind": "peer", "msg_id": msg_id, "from": from}})
+        .to_string()
+}
+
+/// Claims `id` as a killed post office would have: its sender `orphan`, the receiver's
+/// transcript `len` bytes long then.
+fn claim_as_killed(
+    office: &mut PostOffice<Relays<CommandRelay>>,
+    id: &str,
+    orphan: u32,
+    len: u64,
+) {
+    let attempt = Attempt {
+        session_id: "s-r".to_owned(),
+        sender: Some(SenderProcess {
+            pid: orphan,
+            start_token: proc_start(orphan).unwrap(),
+            address: ORPHAN.to_owned(),
+        }),
+        transcript_len: Some(len),
+    };
+    office.store().step(id, &Step::Send(attempt), now_ms()).unwrap();
+}
+
+#[test]
+fn a_killed_offices_attempt_found_in_the_transcript_is_delivered_and_its_sender_stopped() {
+    let mut world = World::new("accept");
+    let mut office = world.office(SENT);
+    world.session("s-r", "reviewer", "project");
+    let text = "deploy when green";
+    // The same text from the same sender, before the attempt began, is another message.
+    let before = transcript(&world, "s-r", &[queued_line(ORPHAN, text)]);
+    let len = fs::metadata(&before).unwrap().len();
+    let id = post(&mut office, name("reviewer"), text);
+    let (orphan, ended) = orphan_sender();
+    claim_as_killed(&mut office, &id, orphan, len);
+    transcript(
+        &world,
+        "s-r",
+        &[
+            queued_line(ORPHAN, text),
+            queued_line(ORPHAN, text),
+            read_line(ORPHAN, "m-7"),
+        ],
+    );
+
+    let settled = office.recover().unwrap();
+    assert_eq!(settled.len(), 1);
+    let message = get(&mut office, &id);
+    assert_eq!(message.state, State::Delivered, "{message:?}");
+    assert_eq!(message.msg_id.as_deref(), Some("m-7"));
+    let receipt = message.receipt.unwrap();
+    assert_eq!(receipt.outcome, claude_peer_deliver::Outcome::Read);
+    assert_eq!(ended.join().unwrap(), Some(9), "the orphan sender was stopped");
+    office.pass().unwrap();
+    assert!(world.handed().is_empty(), "never sent again");
+}
+
+#[test]
+fn a_killed_offices_attempt_not_in_the_transcript_is_sent_again_once() {
+    let mut world = World::new("accept");
+    let mut office = world.office(SENT);
+    world.session("s-r", "reviewer", "project");
+    let text = "ping";
+    let before = transcript(&world, "s-r", &[queued_line(ORPHAN, text)]);
+    let len = fs::metadata(&before).unwrap().len();
+    let id = post(&mut office, name("reviewer"), text);
+    let (orphan, ended) = orphan_sender();
+    claim_as_killed(&mut office, &id, orphan, len);
+    // Another sender's message with the same text is not ours.
+    transcript(
+        &world,
+        "s-r",
+        &[queued_line(ORPHAN, text), queued_line("uds:/tmp/other.sock", text)],
+    );
+
+    office.recover().unwrap();
+    let message = get(&mut office, &id);
+    assert_eq!(message.state, State::Waiting, "{message:?}");
+    assert_eq!(ended.join().unwrap(), Some(9));
+    assert_eq!(office.pass().unwrap().delivered, 1);
+    assert_eq!(world.handed(), ["reviewer: ping"]);
+    assert_eq!(get(&mut office, &id).attempts, 2);
+}
+
+#[test]
+fn a_killed_offices_attempt_whose_transcript_cannot_be_read_is_unknown() {
+    let mut world = World::new("accept");
+    let mut office = world.office(SENT);
+    world.session("s-r", "reviewer", "project");
+    let id = post(&mut office, name("reviewer"), "maybe");
+    let (orphan, _ended) = orphan_sender();
+    claim_as_killed(&mut office, &id, orphan, 0);
+    // A link where the transcript belongs is not read.
+    let dir = world.temp.claude().root().join("projects/-project");
+    fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(world.path("handed"), dir.join("s-r.jsonl")).unwrap();
+
+    office.recover().unwrap();
+    let message = get(&mut office, &id);
+    assert_eq!(message.state, State::Unknown);
+    let reason = message.reason.unwrap();
+    assert!(reason.contains("transcript cannot be read"), "{reason}");
+    office.pass().unwrap();
+    assert!(world.handed().is_empty());
 }
