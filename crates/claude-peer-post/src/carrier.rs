@@ -20,9 +20,10 @@ pub const SENDER_IDLE: Duration = Duration::from_secs(60);
 pub struct Handing<'a> {
     /// The receiving session, as the gate resolved it.
     pub session_id: &'a str,
-    /// The sender process that will hand it over (pid, leader of its own process
-    /// group, and its address `uds:<socket>`), when the carrier knows it beforehand.
-    pub sender: Option<(u32, &'a str)>,
+    /// The sender process that will hand it over (its pid, leader of its own process
+    /// group), when the carrier knows it beforehand, and its address `uds:<socket>`
+    /// once known.
+    pub sender: Option<(u32, Option<&'a str>)>,
 }
 
 /// What became of [`Carrier::carry`].
@@ -244,7 +245,7 @@ impl Carrier for WarmSenders {
                 } => {
                     let handing = Handing {
                         session_id: &session_id,
-                        sender: address.as_deref().map(|address| (pid, address)),
+                        sender: Some((pid, address.as_deref())),
                     };
                     claimed = claim(handing);
                     let _ = answer.send(claimed);

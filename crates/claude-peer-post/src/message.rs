@@ -267,8 +267,9 @@ pub struct SenderProcess {
     pub pid: u32,
     /// Its start token, as the registry's records hold them.
     pub start_token: String,
-    /// Its messaging socket, `uds:<path>` as receivers record where a message came from.
-    pub address: String,
+    /// Its messaging socket, `uds:<path>` as receivers record where a message came
+    /// from, when known before its first turn named it.
+    pub address: Option<String>,
 }
 
 /// A message to post.

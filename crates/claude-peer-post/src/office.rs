@@ -300,14 +300,14 @@ fn attempt(
 /// The sender process `pid`, told apart from a later one by its start token; `None`
 /// when that cannot be read (then a post office killed during the attempt leaves it
 /// `unknown`).
-fn sender_process(pid: u32, address: &str) -> Option<SenderProcess> {
+fn sender_process(pid: u32, address: Option<&str>) -> Option<SenderProcess> {
     let table = OsProcessTable::new();
     let id = Pid::new(pid)?;
     let start_token = table.facts(id, table.signal(id)).start_token?;
     Some(SenderProcess {
         pid,
         start_token,
-        address: address.to_owned(),
+        address: address.map(str::to_owned),
     })
 }
 
@@ -344,28 +344,51 @@ fn reconcile(store: &Store, home: &ClaudeHome, message: &Message) -> Result<Step
         Ok(facts) => facts,
         Err(err) => return Ok(unknown(format!("its receiver's transcript cannot be read: {err}"))),
     };
+    // Ours: our sender name and the exact text (from our sender's address, when it was
+    // known); then the first read from that address of a message the store does not
+    // know (its messages before this one have their msg_ids).
+    let mut address = sender.address.clone();
     let mut receipt = None;
     let mut msg_id = None;
     for fact in facts {
         match fact {
-            Fact::Queued { from, text } if from == sender.address && text == message.text => {
-                receipt.get_or_insert(Outcome::Queued);
+            Fact::Queued {
+                from,
+                from_name,
+                text,
+            } if receipt.is_none()
+                && from_name.as_deref() == Some(message.from.as_str())
+                && text == message.text
+                && address.as_ref().is_none_or(|ours| *ours == from) =>
+            {
+                receipt = Some(Outcome::Queued);
+                address = Some(from);
             }
-            // The first read from our sender not of a message the store knows: its
-            // messages before this one have their msg_ids.
             Fact::Read { msg_id: id, from }
                 if receipt == Some(Outcome::Queued)
                     && msg_id.is_none()
-                    && from.as_deref() == Some(&sender.address)
+                    && from.is_some()
+                    && from == address
                     && store.by_msg_id(&id)?.is_none() =>
             {
                 msg_id = Some(id);
                 receipt = Some(Outcome::Read);
             }
             Fact::Held { from, preview }
-                if from == sender.address && message.text.starts_with(preview.trim_end_matches('…')) =>
+                if receipt.is_none()
+                    && message.text.starts_with(preview.trim_end_matches('…')) =>
             {
-                receipt.get_or_insert(Outcome::Held);
+                // A held line names no sender name: only our address tells it is ours.
+                match &address {
+                    Some(ours) if *ours == from => receipt = Some(Outcome::Held),
+                    Some(_) => {}
+                    None => {
+                        return Ok(unknown(
+                            "its receiver holds a message like it from a sender it cannot tell"
+                                .to_owned(),
+                        ));
+                    }
+                }
             }
             _ => {}
         }

@@ -12,6 +12,8 @@ pub enum Fact {
     Queued {
         /// The sender's address, `uds:<socket path>`.
         from: String,
+        /// The name the sender gave itself (unverified), when it gave one.
+        from_name: Option<String>,
         /// The message text.
         text: String,
     },
@@ -68,6 +70,7 @@ pub fn fact(line: &[u8]) -> Option<Fact> {
             let message = envelope::parse(content)?;
             Some(Fact::Queued {
                 from: message.from,
+                from_name: message.from_name,
                 text: message.text,
             })
         }
@@ -125,6 +128,7 @@ mod tests {
             [
                 Fact::Queued {
                     from: "uds:/tmp/cc-socks/22051.sock".to_owned(),
+                    from_name: Some("claude-peers".to_owned()),
                     text: "hello accept".to_owned(),
                 },
                 Fact::Read {
@@ -143,6 +147,7 @@ mod tests {
             [
                 Fact::Queued {
                     from: "uds:/tmp/cc-socks/22130.sock".to_owned(),
+                    from_name: Some("claude-peers".to_owned()),
                     text: "hello busy".to_owned(),
                 },
                 Fact::Read {

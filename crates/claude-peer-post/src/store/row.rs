@@ -89,8 +89,8 @@ fn attempt(row: &Row<'_>) -> rusqlite::Result<Option<Attempt>> {
     let pid: Option<i64> = row.get(17)?;
     let start: Option<String> = row.get(18)?;
     let address: Option<String> = row.get(19)?;
-    let sender = match (pid.and_then(|pid| u32::try_from(pid).ok()), start, address) {
-        (Some(pid), Some(start_token), Some(address)) => Some(SenderProcess {
+    let sender = match (pid.and_then(|pid| u32::try_from(pid).ok()), start) {
+        (Some(pid), Some(start_token)) => Some(SenderProcess {
             pid,
             start_token,
             address,
@@ -239,7 +239,7 @@ pub(super) fn apply(
                     attempt.session_id,
                     sender.map(|s| s.pid),
                     sender.map(|s| &s.start_token),
-                    sender.map(|s| &s.address),
+                    sender.and_then(|s| s.address.as_ref()),
                     attempt.transcript_len.map(ms),
                 ],
             )?

@@ -376,12 +376,23 @@ fn claim_as_killed(
     orphan: u32,
     len: u64,
 ) {
+    claim_from(office, id, orphan, Some(ORPHAN), len);
+}
+
+/// The same, the sender's address as known then.
+fn claim_from(
+    office: &mut PostOffice<Relays<CommandRelay>>,
+    id: &str,
+    orphan: u32,
+    address: Option<&str>,
+    len: u64,
+) {
     let attempt = Attempt {
         session_id: "s-r".to_owned(),
         sender: Some(SenderProcess {
             pid: orphan,
             start_token: proc_start(orphan).unwrap(),
-            address: ORPHAN.to_owned(),
+            address: address.map(str::to_owned),
         }),
         transcript_len: Some(len),
     };
@@ -469,4 +480,45 @@ fn a_killed_offices_attempt_whose_transcript_cannot_be_read_is_unknown() {
     assert!(reason.contains("transcript cannot be read"), "{reason}");
     office.pass().unwrap();
     assert!(world.handed().is_empty());
+}
+
+#[test]
+fn a_killed_offices_first_send_is_found_by_sender_name_and_text_before_its_address_is_known() {
+    let mut world = World::new("accept");
+    let mut office = world.office(SENT);
+    world.session("s-r", "reviewer", "project");
+    let text = "first of the day";
+    let id = post(&mut office, name("reviewer"), text);
+    let (orphan, ended) = orphan_sender();
+    claim_from(&mut office, &id, orphan, None, 0);
+    let other = "uds:/tmp/claude-peers-test/other.sock";
+    let mut lines = vec![
+        // Another sender name with the same text is not ours.
+        queued_line(other, text).replace("build-bot", "deploy-bot"),
+        queued_line(ORPHAN, text),
+        read_line(other, "m-other"),
+        read_line(ORPHAN, "m-1"),
+    ];
+    transcript(&world, "s-r", &lines);
+
+    office.recover().unwrap();
+    let message = get(&mut office, &id);
+    assert_eq!(
+        (message.state, message.msg_id.as_deref()),
+        (State::Delivered, Some("m-1"))
+    );
+    assert_eq!(ended.join().unwrap(), Some(9));
+
+    // A held message names no sender name: without our address it cannot be told apart.
+    let id = post(&mut office, name("reviewer"), "held one");
+    let (orphan, _ended) = orphan_sender();
+    let len = fs::metadata(transcript(&world, "s-r", &lines)).unwrap().len();
+    claim_from(&mut office, &id, orphan, None, len);
+    let held = format!(
+        "Held peer message — from {other} [verified pid 7] (peer claims name: build-bot); preview: «held one» — not delivered to Claude (1 held)."
+    );
+    lines.push(json!({"type": "system", "subtype": "informational", "content": held}).to_string());
+    transcript(&world, "s-r", &lines);
+    office.recover().unwrap();
+    assert_eq!(get(&mut office, &id).state, State::Unknown);
 }

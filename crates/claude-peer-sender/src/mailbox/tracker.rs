@@ -155,7 +155,7 @@ impl Tracker {
         };
         let msg_id = match fact {
             Fact::Read { msg_id, .. } => msg_id.clone(),
-            Fact::Queued { from: by, text } if by == from => self
+            Fact::Queued { from: by, text, .. } if by == from => self
                 .oldest_first(|_, entry| unshown(entry) && entry.text == *text)
                 .into_iter()
                 .next()?,

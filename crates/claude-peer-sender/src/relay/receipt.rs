@@ -104,7 +104,7 @@ impl Sent<'_> {
                 let about_it = match fact {
                     Fact::Read { msg_id, .. } => Some(msg_id.as_str()) == self.msg_id,
                     Fact::Held { from, .. } => ours(from),
-                    Fact::Queued { from, text } => ours(from) && text == self.message,
+                    Fact::Queued { from, text, .. } => ours(from) && text == self.message,
                 };
                 about_it.then(|| Word::Transcript(Seen::from(fact)))
             }

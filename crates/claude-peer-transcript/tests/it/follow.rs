@@ -308,6 +308,7 @@ fn a_64_kib_message_round_trips_through_queued_and_read_facts() {
         [
             Fact::Queued {
                 from: from.to_owned(),
+                from_name: Some("claude-peers".to_owned()),
                 text: text.clone(),
             },
             Fact::Read {

@@ -73,6 +73,7 @@ pub(crate) fn accept_facts() -> Vec<Fact> {
     vec![
         Fact::Queued {
             from: "uds:/tmp/cc-socks/22051.sock".to_owned(),
+            from_name: Some("claude-peers".to_owned()),
             text: "hello accept".to_owned(),
         },
         Fact::Read {

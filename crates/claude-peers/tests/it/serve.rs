@@ -352,3 +352,113 @@ fn a_post_office_that_cannot_start_is_reported_with_the_words_of_its_log() {
         "the log's words, naming what is missing: {message}"
     );
 }
+
+/// How many times the transcript of `receiver` took a message of exactly `text` into its
+/// queue (each arrival is one such line, read or not).
+fn arrivals(receiver: &Receiver, text: &str) -> usize {
+    let body = format!("\n{text}\n</cross-session-message>");
+    receiver
+        .transcript()
+        .iter()
+        .filter(|entry| {
+            entry["type"] == "queue-operation"
+                && entry["operation"] == "enqueue"
+                && entry["content"].as_str().is_some_and(|c| c.ends_with(&body))
+        })
+        .count()
+}
+
+/// A small xorshift generator: the kill moments differ from run to run, and the seed
+/// in a failure message repeats them.
+struct Moments(u64);
+
+impl Moments {
+    fn next_ms(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % below
+    }
+}
+
+#[test]
+fn a_post_office_killed_at_twenty_moments_loses_nothing_and_delivers_nothing_twice() {
+    const MESSAGES: usize = 200;
+    let home = Arc::new(private());
+    let cwds = ["a", "b", "c", "d"];
+    prepare_home(home.path(), &cwds, &json!({"crossSessionInbound": "accept"}));
+    let receivers: Vec<Receiver> = cwds
+        .iter()
+        .map(|cwd| Receiver::start_in(&home, cwd, &[]))
+        .collect();
+    let state = private();
+    let mut serve = Serve::start(home.path(), state.path());
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let mut moments = Moments(seed);
+    let text = |i: usize| format!("message {i} of {MESSAGES}: kill-test");
+    let ids: Vec<(String, usize)> = (0..MESSAGES)
+        .map(|i| {
+            let to = receivers[i % 4].cwd.to_str().unwrap().to_owned();
+            let posted = serve
+                .ask(&Request::Post {
+                    from: "harness".to_owned(),
+                    key: None,
+                    to_kind: "cwd".to_owned(),
+                    to,
+                    text: text(i),
+                    expire_ms: 3_600_000,
+                })
+                .unwrap();
+            (posted.id, i)
+        })
+        .collect();
+
+    // Twenty kills (SIGKILL) at random moments while they go; a new post office each time.
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(200 + moments.next_ms(2_500)));
+        serve.child.kill().unwrap();
+        serve.child.wait().unwrap();
+        serve = Serve::start(home.path(), state.path());
+    }
+    let outbox = |serve: &Serve| {
+        let mut client = Client::connect(&serve.runtime).unwrap();
+        let mut open = Vec::new();
+        client
+            .request(&Request::Outbox, |record| open.push(record))
+            .unwrap();
+        open
+    };
+    let settled = wait_for(Duration::from_secs(300), || {
+        let open = outbox(&serve);
+        open.iter().all(|r| r.state == "unknown").then_some(open)
+    });
+    let unknown = settled.unwrap_or_else(|| panic!("seed {seed}: still open: {:?}", outbox(&serve)));
+    // Nothing arrives later than what was delivered.
+    std::thread::sleep(Duration::from_secs(3));
+
+    let mut delivered = 0;
+    for (id, i) in &ids {
+        let record = serve.ask(&Request::Get { id: id.clone() }).unwrap();
+        let times = arrivals(&receivers[i % 4], &text(*i));
+        assert!(times <= 1, "seed {seed}: {} arrived {times} times: {record:?}", text(*i));
+        match record.state.as_str() {
+            "delivered" => {
+                delivered += 1;
+                assert_eq!(times, 1, "seed {seed}: delivered but not there: {record:?}");
+            }
+            // Listed by outbox, never sent again by itself.
+            "unknown" => assert!(unknown.iter().any(|r| r.id == *id), "seed {seed}"),
+            _ => panic!("seed {seed}: neither final nor listed: {record:?}"),
+        }
+    }
+    assert!(
+        delivered >= MESSAGES - unknown.len(),
+        "seed {seed}: {delivered} delivered, {} unknown",
+        unknown.len()
+    );
+    eprintln!("seed {seed}: {delivered} delivered, {} unknown", unknown.len());
+}

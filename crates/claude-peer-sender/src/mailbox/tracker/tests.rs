@@ -86,6 +86,7 @@ fn a_coalesced_notice_attributes_the_unnamed_only_when_the_count_leaves_no_doubt
 fn queued(from: &str, text: &str) -> Fact {
     Fact::Queued {
         from: from.to_owned(),
+        from_name: None,
         text: text.to_owned(),
     }
 }
