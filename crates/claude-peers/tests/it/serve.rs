@@ -462,3 +462,46 @@ fn a_post_office_killed_at_twenty_moments_loses_nothing_and_delivers_nothing_twi
     );
     eprintln!("seed {seed}: {delivered} delivered, {} unknown", unknown.len());
 }
+
+#[test]
+fn what_waited_before_a_reboot_is_delivered_by_the_next_post_office() {
+    let home = Arc::new(private());
+    prepare_home(home.path(), &["later"], &json!({"crossSessionInbound": "accept"}));
+    let state = private();
+    let runtime = state.path().join("cache/claude-peers");
+    let _started = Started(runtime.clone());
+    let later = home.path().join("later");
+    let texts = ["waited 1", "waited 2", "waited 3"];
+    for text in texts {
+        let args = ["send", "--queue", "--from", "harness", "--message", text, "--cwd"];
+        let mut args = args.to_vec();
+        args.push(later.to_str().unwrap());
+        let (code, queued) = cli(home.path(), state.path(), &args);
+        assert_eq!((code, &queued["state"]), (0, &json!("waiting")), "{queued}");
+    }
+    // The reboot: every process gone at once, the runtime directory (a tmpfs) emptied.
+    drop(Started(runtime.clone()));
+    std::fs::remove_dir_all(&runtime).unwrap();
+
+    let receiver = Receiver::start_in(&home, "later", &[]);
+    // The next command that needs a post office starts one, which delivers them.
+    let (code, outbox) = cli(home.path(), state.path(), &["outbox"]);
+    assert_eq!(code, 0, "{outbox}");
+    let read = wait_for(Duration::from_secs(60), || {
+        texts
+            .iter()
+            .all(|text| receiver.times_read(text) == 1)
+            .then_some(())
+    });
+    assert!(read.is_some(), "each read once: {:?}", receiver.transcript());
+    let (_, log) = cli(home.path(), state.path(), &["log", "--state", "delivered"]);
+    assert_eq!(log.as_array().map(Vec::len), Some(3), "{log}");
+    // In the order they were posted.
+    let order: Vec<usize> = receiver
+        .transcript()
+        .iter()
+        .filter_map(|entry| entry.pointer("/origin/body")?.as_str())
+        .filter_map(|body| texts.iter().position(|text| *text == body))
+        .collect();
+    assert_eq!(order, [0, 1, 2]);
+}
