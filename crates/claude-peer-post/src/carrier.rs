@@ -159,7 +159,11 @@ impl std::fmt::Debug for WarmSenders {
 
 /// What a warm sender's thread tells the carrier about one message.
 enum Step {
-    Claim { session_id: String, pid: u32, address: Option<String> },
+    Claim {
+        session_id: String,
+        pid: u32,
+        address: Option<String>,
+    },
     Done(Reply),
 }
 
@@ -182,17 +186,14 @@ impl WarmSenders {
         }
         let (open, name) = (Arc::clone(&self.open), from.to_owned());
         let (hearer, heard_as) = (Arc::clone(&self.hearer), from.to_owned());
-        let handle = MailboxHandle::spawn(
-            None,
-            Some(Box::new(move || open(&name))),
-            move |event| {
+        let handle =
+            MailboxHandle::spawn(None, Some(Box::new(move || open(&name))), move |event| {
                 hearer(Heard {
                     from: heard_as.clone(),
                     event,
                 });
-            },
-        )
-        .map_err(|err| failed(format!("cannot start a sender thread: {err}")))?;
+            })
+            .map_err(|err| failed(format!("cannot start a sender thread: {err}")))?;
         let handle = Arc::new(handle);
         self.running.insert(
             from.to_owned(),

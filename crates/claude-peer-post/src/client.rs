@@ -77,7 +77,7 @@ impl Client {
                     record, pid, home, ..
                 } => return Ok(Done { record, pid, home }),
                 Answer::Failed { error, message, .. } => {
-                    return Err(Error::Answered { error, message });
+                    return Err(Error::answered(&error, message));
                 }
             }
         }

@@ -109,11 +109,12 @@ pub enum Error {
     /// A thread could not be started.
     #[error("cannot start a thread: {0}")]
     Thread(#[source] io::Error),
-    /// The post office answered that the request failed (its error's name and words).
-    #[error("{error}: {message}")]
+    /// The post office answered that the request failed: its error's name (one of
+    /// [`Error::NAMES`], else `post_office_refused`) and words.
+    #[error("{message}")]
     Answered {
         /// The error's stable name, as the post office gave it.
-        error: String,
+        error: &'static str,
         /// What went wrong.
         message: String,
     },
@@ -145,6 +146,37 @@ pub enum Error {
 }
 
 impl Error {
+    /// Every stable name an error of this crate has.
+    pub const NAMES: [&'static str; 16] = [
+        "no_store_place",
+        "store_dir_unsafe",
+        "not_a_store",
+        "store_truncated",
+        "store_newer",
+        "store_failed",
+        "invalid_message",
+        "key_in_use",
+        "post_office_running",
+        "registry_unreadable",
+        "watch_failed",
+        "thread_failed",
+        "post_office_refused",
+        "post_office_not_running",
+        "no_such_message",
+        "not_now",
+    ];
+
+    /// A post office's failed answer as an error, under its own name when it is one of
+    /// [`Error::NAMES`].
+    #[must_use]
+    pub fn answered(error: &str, message: String) -> Self {
+        let error = Self::NAMES
+            .into_iter()
+            .find(|name| *name == error)
+            .unwrap_or("post_office_refused");
+        Self::Answered { error, message }
+    }
+
     /// The stable machine name of this error.
     #[must_use]
     pub const fn as_str(&self) -> &'static str {
@@ -161,10 +193,37 @@ impl Error {
             Self::Registry(_) => "registry_unreadable",
             Self::Watch(_) => "watch_failed",
             Self::Thread(_) => "thread_failed",
-            Self::Answered { .. } => "post_office_refused",
+            Self::Answered { error, .. } => error,
             Self::NotRunning { .. } => "post_office_not_running",
             Self::NoSuchMessage(_) => "no_such_message",
             Self::NotNow { .. } => "not_now",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answered_error_keeps_its_name_when_it_is_one_of_ours() {
+        let ours = [
+            Error::NoPlace,
+            Error::Invalid("x".into()),
+            Error::NoSuchMessage("x".into()),
+            Error::Thread(io::Error::other("x")),
+            Error::NotNow {
+                id: "x".into(),
+                state: State::Waiting,
+                step: "send",
+            },
+        ];
+        for err in ours {
+            let again = Error::answered(err.as_str(), err.to_string());
+            assert_eq!(again.as_str(), err.as_str());
+            assert_eq!(again.to_string(), err.to_string());
+        }
+        let unknown = Error::answered("from_a_newer_post_office", "words".into());
+        assert_eq!(unknown.as_str(), "post_office_refused");
     }
 }

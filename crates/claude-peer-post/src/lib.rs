@@ -56,7 +56,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use carrier::{
-    Carried, Carrier, Handing, Hearer, Heard, OpenSender, Relays, SENDER_IDLE, WarmSenders,
+    Carried, Carrier, Handing, Heard, Hearer, OpenSender, Relays, SENDER_IDLE, WarmSenders,
 };
 pub use client::{Client, Done};
 pub use error::Error;

@@ -12,7 +12,7 @@ use claude_peer_resolve::{Roster, Scope};
 use claude_peer_sender::MailboxEvent;
 use claude_peer_transcript::{Fact, Follower};
 
-use crate::carrier::{Carried, Carrier, Hearer, Heard};
+use crate::carrier::{Carried, Carrier, Heard, Hearer};
 use crate::{Address, Attempt, Error, Message, SenderProcess, State, Step, Store};
 
 /// How many waiting messages a pass reads from the store at a time.
@@ -342,7 +342,11 @@ fn reconcile(store: &Store, home: &ClaudeHome, message: &Message) -> Result<Step
     }
     let facts = match facts_since(home, &attempt.session_id, len) {
         Ok(facts) => facts,
-        Err(err) => return Ok(unknown(format!("its receiver's transcript cannot be read: {err}"))),
+        Err(err) => {
+            return Ok(unknown(format!(
+                "its receiver's transcript cannot be read: {err}"
+            )));
+        }
     };
     // Ours: our sender name and the exact text (from our sender's address, when it was
     // known); then the first read from that address of a message the store does not
@@ -375,8 +379,7 @@ fn reconcile(store: &Store, home: &ClaudeHome, message: &Message) -> Result<Step
                 receipt = Some(Outcome::Read);
             }
             Fact::Held { from, preview }
-                if receipt.is_none()
-                    && message.text.starts_with(preview.trim_end_matches('…')) =>
+                if receipt.is_none() && message.text.starts_with(preview.trim_end_matches('…')) =>
             {
                 // A held line names no sender name: only our address tells it is ours.
                 match &address {

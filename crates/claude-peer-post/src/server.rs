@@ -195,7 +195,10 @@ fn deliver<C: Carrier>(mut office: PostOffice<C>, wakes: &Receiver<Wake>) -> Res
             Err(RecvTimeoutError::Timeout) => None,
         };
         // A burst of wake-ups is one pass.
-        for wake in first.into_iter().chain(std::iter::from_fn(|| wakes.try_recv().ok())) {
+        for wake in first
+            .into_iter()
+            .chain(std::iter::from_fn(|| wakes.try_recv().ok()))
+        {
             match wake {
                 Wake::Now => due = Some(Instant::now()),
                 Wake::Heard(heard) => office.hear(&heard)?,

@@ -39,7 +39,8 @@ pub use cancel::Cancel;
 pub use error::Error;
 pub use headless::{DEFAULT_SENDER_NAME, Idle, default_sender_home};
 pub use mailbox::{
-    Claim, Job, Mailbox, MailboxEvent, MailboxHandle, MailboxReceipt, Open, Reply, Wait, Waiting, Waker,
+    Claim, Job, Mailbox, MailboxEvent, MailboxHandle, MailboxReceipt, Open, Reply, Wait, Waiting,
+    Waker,
 };
 pub use name::{MAX_SENDER_NAME_BYTES, check_sender_name};
 pub use private_dir::{default_runtime_dir, private_dir};

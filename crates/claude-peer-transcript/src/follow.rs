@@ -136,7 +136,10 @@ impl Follower {
             Some(found) => follower.open(found, Begin::At(offset))?,
             None if offset == 0 => follower.look()?,
             None => {
-                let path = home.root().join("projects/*").join(format!("{session_id}.jsonl"));
+                let path = home
+                    .root()
+                    .join("projects/*")
+                    .join(format!("{session_id}.jsonl"));
                 return Err(Error::Replaced { path });
             }
         }

@@ -17,7 +17,8 @@ const APPLICATION_ID: i64 = 0x6370_7374;
 
 /// Each schema version's migration from the one before; the store's `user_version` is
 /// how many have run. Append only: a released migration is never changed.
-const MIGRATIONS: [&str; 2] = [r"
+const MIGRATIONS: [&str; 2] = [
+    r"
 CREATE TABLE message (
     seq INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -48,13 +49,15 @@ CREATE TABLE change (
     detail TEXT
 );
 CREATE INDEX change_message ON change (message);
-", r"
+",
+    r"
 ALTER TABLE message ADD COLUMN attempt_pid INTEGER;
 ALTER TABLE message ADD COLUMN attempt_start TEXT;
 ALTER TABLE message ADD COLUMN attempt_address TEXT;
 ALTER TABLE message ADD COLUMN attempt_transcript_len INTEGER;
 CREATE INDEX message_msg_id ON message (msg_id) WHERE msg_id IS NOT NULL;
-"];
+",
+];
 
 /// The newest schema version this build knows.
 #[allow(

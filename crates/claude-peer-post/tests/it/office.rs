@@ -280,7 +280,10 @@ fn what_a_stopped_office_left_sending_is_unknown_and_never_sent_by_itself() {
     let mut office = world.office(SENT);
     world.session("s-r", "reviewer", "r");
     let id = post(&mut office, name("reviewer"), "maybe sent");
-    office.store().step(&id, &Step::Send(Attempt::to("s")), now_ms()).unwrap();
+    office
+        .store()
+        .step(&id, &Step::Send(Attempt::to("s")), now_ms())
+        .unwrap();
     let settled = office.recover().unwrap();
     assert_eq!(settled.iter().map(|m| &m.id).collect::<Vec<_>>(), [&id]);
     assert_eq!(get(&mut office, &id).state, State::Unknown);
@@ -340,7 +343,10 @@ fn orphan_sender() -> (u32, std::thread::JoinHandle<Option<i32>>) {
         .spawn()
         .unwrap();
     let pid = child.id();
-    (pid, std::thread::spawn(move || child.wait().unwrap().signal()))
+    (
+        pid,
+        std::thread::spawn(move || child.wait().unwrap().signal()),
+    )
 }
 
 const ORPHAN: &str = "uds:/tmp/claude-peers-test/orphan.sock";
@@ -370,12 +376,7 @@ fn read_line(from: &str, msg_id: &str) -> String {
 
 /// Claims `id` as a killed post office would have: its sender `orphan`, the receiver's
 /// transcript `len` bytes long then.
-fn claim_as_killed(
-    office: &mut PostOffice<Relays<CommandRelay>>,
-    id: &str,
-    orphan: u32,
-    len: u64,
-) {
+fn claim_as_killed(office: &mut PostOffice<Relays<CommandRelay>>, id: &str, orphan: u32, len: u64) {
     claim_from(office, id, orphan, Some(ORPHAN), len);
 }
 
@@ -396,7 +397,10 @@ fn claim_from(
         }),
         transcript_len: Some(len),
     };
-    office.store().step(id, &Step::Send(attempt), now_ms()).unwrap();
+    office
+        .store()
+        .step(id, &Step::Send(attempt), now_ms())
+        .unwrap();
 }
 
 #[test]
@@ -428,7 +432,11 @@ fn a_killed_offices_attempt_found_in_the_transcript_is_delivered_and_its_sender_
     assert_eq!(message.msg_id.as_deref(), Some("m-7"));
     let receipt = message.receipt.unwrap();
     assert_eq!(receipt.outcome, claude_peer_deliver::Outcome::Read);
-    assert_eq!(ended.join().unwrap(), Some(9), "the orphan sender was stopped");
+    assert_eq!(
+        ended.join().unwrap(),
+        Some(9),
+        "the orphan sender was stopped"
+    );
     office.pass().unwrap();
     assert!(world.handed().is_empty(), "never sent again");
 }
@@ -448,7 +456,10 @@ fn a_killed_offices_attempt_not_in_the_transcript_is_sent_again_once() {
     transcript(
         &world,
         "s-r",
-        &[queued_line(ORPHAN, text), queued_line("uds:/tmp/other.sock", text)],
+        &[
+            queued_line(ORPHAN, text),
+            queued_line("uds:/tmp/other.sock", text),
+        ],
     );
 
     office.recover().unwrap();
@@ -512,7 +523,9 @@ fn a_killed_offices_first_send_is_found_by_sender_name_and_text_before_its_addre
     // A held message names no sender name: without our address it cannot be told apart.
     let id = post(&mut office, name("reviewer"), "held one");
     let (orphan, _ended) = orphan_sender();
-    let len = fs::metadata(transcript(&world, "s-r", &lines)).unwrap().len();
+    let len = fs::metadata(transcript(&world, "s-r", &lines))
+        .unwrap()
+        .len();
     claim_from(&mut office, &id, orphan, None, len);
     let held = format!(
         "Held peer message — from {other} [verified pid 7] (peer claims name: build-bot); preview: «held one» — not delivered to Claude (1 held)."

@@ -68,7 +68,9 @@ fn a_delivered_message_has_its_session_msg_id_receipt_and_every_change_in_its_ti
             NOW + 2,
         )
         .unwrap();
-    store.step(&id, &Step::Send(Attempt::to("cb09cfd6")), NOW + 3).unwrap();
+    store
+        .step(&id, &Step::Send(Attempt::to("cb09cfd6")), NOW + 3)
+        .unwrap();
     let deliver = Step::Deliver {
         session_id: "cb09cfd6".into(),
         msg_id: Some("msg_1".into()),
@@ -103,7 +105,12 @@ fn a_delivered_message_has_its_session_msg_id_receipt_and_every_change_in_its_ti
                 None,
                 Some("no live session is named reviewer")
             ),
-            (State::Sending, 3, None, Some("attempt 1 to session cb09cfd6")),
+            (
+                State::Sending,
+                3,
+                None,
+                Some("attempt 1 to session cb09cfd6")
+            ),
             (
                 State::Delivered,
                 4,
@@ -114,7 +121,9 @@ fn a_delivered_message_has_its_session_msg_id_receipt_and_every_change_in_its_ti
         ]
     );
     // Final: nothing but a receipt applies, and what does not is refused by name.
-    let err = store.step(&id, &Step::Send(Attempt::to("s")), NOW + 7).unwrap_err();
+    let err = store
+        .step(&id, &Step::Send(Attempt::to("s")), NOW + 7)
+        .unwrap_err();
     assert_eq!(err.as_str(), "not_now");
     assert_eq!(
         err.to_string(),
@@ -170,7 +179,11 @@ fn two_stores_on_one_file_never_claim_one_message_twice() {
                 let mut store = Store::open(&path).unwrap();
                 start.wait();
                 ids.iter()
-                    .filter(|id| store.step(id, &Step::Send(Attempt::to("s")), NOW + 1).is_ok())
+                    .filter(|id| {
+                        store
+                            .step(id, &Step::Send(Attempt::to("s")), NOW + 1)
+                            .is_ok()
+                    })
                     .count()
             })
         })
@@ -191,7 +204,9 @@ fn only_waiting_messages_past_their_expiry_expire() {
     };
     let due = store.post(&soon, NOW).unwrap().message.id;
     let sending = store.post(&soon, NOW).unwrap().message.id;
-    store.step(&sending, &Step::Send(Attempt::to("s")), NOW + 1).unwrap();
+    store
+        .step(&sending, &Step::Send(Attempt::to("s")), NOW + 1)
+        .unwrap();
     let later = store
         .post(&message("reviewer", "later"), NOW)
         .unwrap()
@@ -224,7 +239,9 @@ fn the_outbox_lists_open_messages_oldest_first_and_the_log_filters_newest_first(
         );
     }
     store.step(&ids[1], &Step::Cancel, NOW + 5000).unwrap();
-    store.step(&ids[3], &Step::Send(Attempt::to("s")), NOW + 5000).unwrap();
+    store
+        .step(&ids[3], &Step::Send(Attempt::to("s")), NOW + 5000)
+        .unwrap();
     let open: Vec<String> = outbox(&store).into_iter().map(|m| m.id).collect();
     assert_eq!(open, [ids[0].clone(), ids[2].clone(), ids[3].clone()]);
 
@@ -265,7 +282,9 @@ fn an_unknown_message_is_never_sent_again_until_asked() {
         .unwrap()
         .message
         .id;
-    store.step(&id, &Step::Send(Attempt::to("s")), NOW + 1).unwrap();
+    store
+        .step(&id, &Step::Send(Attempt::to("s")), NOW + 1)
+        .unwrap();
     let unknown = store
         .step(
             &id,
@@ -275,14 +294,23 @@ fn an_unknown_message_is_never_sent_again_until_asked() {
         .unwrap();
     assert_eq!(unknown.state, State::Unknown);
     assert_eq!(
-        store.step(&id, &Step::Send(Attempt::to("s")), NOW + 3).unwrap_err().as_str(),
+        store
+            .step(&id, &Step::Send(Attempt::to("s")), NOW + 3)
+            .unwrap_err()
+            .as_str(),
         "not_now"
     );
     assert_eq!(
         store.step(&id, &Step::Retry, NOW + 4).unwrap().state,
         State::Waiting
     );
-    assert_eq!(store.step(&id, &Step::Send(Attempt::to("s")), NOW + 5).unwrap().attempts, 2);
+    assert_eq!(
+        store
+            .step(&id, &Step::Send(Attempt::to("s")), NOW + 5)
+            .unwrap()
+            .attempts,
+        2
+    );
 }
 
 /// Any step, for the property below.

@@ -279,11 +279,12 @@ impl Owner {
             Wait::Receipt => Until::Decided,
         };
         let mut claim = job.claim;
-        let reply = match mailbox.send_until(&job.session_id, &job.message, job.idle, until, &mut claim) {
-            Ok(Some(sent)) => Reply::Sent(Ok(Box::new(sent))),
-            Ok(None) => Reply::Cancelled,
-            Err(err) => Reply::Sent(Err(err)),
-        };
+        let reply =
+            match mailbox.send_until(&job.session_id, &job.message, job.idle, until, &mut claim) {
+                Ok(Some(sent)) => Reply::Sent(Ok(Box::new(sent))),
+                Ok(None) => Reply::Cancelled,
+                Err(err) => Reply::Sent(Err(err)),
+            };
         (job.reply)(reply);
         while let Some(event) = self
             .mailbox

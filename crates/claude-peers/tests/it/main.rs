@@ -21,6 +21,7 @@ mod receiver;
 mod resolve;
 mod send;
 mod serve;
+mod serve_disk;
 mod settings;
 mod support;
 mod terminal;
