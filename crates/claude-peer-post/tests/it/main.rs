@@ -2,6 +2,7 @@
 // Test helpers may panic: a failed expectation is the test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod bounded;
 mod office;
 mod open;
 mod server;
