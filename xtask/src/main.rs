@@ -59,10 +59,14 @@ fn test() -> Result<(), String> {
     let claude = claude_code()?;
     let old_claude = claude_code_of(OLD_CLAUDE_CODE_VERSION)?;
     need_tmux()?;
+    // Where a send without a post office records what it sent: the tests' own store,
+    // not the user's.
+    let state = workspace_root().join("target/test-state");
     let tests = |args: &[&str]| {
         run(Command::new(cargo_bin())
             .env(TEST_CLAUDE_VAR, &claude)
             .env(TEST_OLD_CLAUDE_VAR, &old_claude)
+            .env("XDG_STATE_HOME", &state)
             .args(args))
     };
     cargo(&["fmt", "--all", "--check"])?;

@@ -53,12 +53,14 @@ pub type Hearer = Arc<dyn Fn(Heard) + Send + Sync>;
 pub trait Carrier: Send {
     /// Carries `text` from the sender name `from` to the live session `session_id`
     /// through the gate, calling `claim` once the gate allowed it and right before the
-    /// hand-over; `claim` returning `false` sends nothing.
+    /// hand-over; `claim` returning `false` sends nothing. With [`Wait::Receipt`], the
+    /// receiver's word is waited for as a one-shot send waits for it.
     fn carry(
         &mut self,
         from: &str,
         session_id: &str,
         text: &str,
+        wait: Wait,
         claim: &mut dyn FnMut(Handing<'_>) -> bool,
     ) -> Carried;
 
@@ -76,8 +78,9 @@ pub trait Carrier: Send {
 }
 
 /// A relay for each sender name, through the gate of a [`Courier`]: one-shot relays
-/// (a `claude -p` each) or any other [`Relay`]. The sender is not known before the
-/// hand-over, so a message a killed post office was handing over is left `unknown`.
+/// (a `claude -p` each) or any other [`Relay`], which wait for the receipt as they do.
+/// The sender is not known before the hand-over, so a message a killed post office was
+/// handing over is left `unknown`.
 pub struct Relays<R, P = OsProcessTable, F = OsRegistryFs> {
     courier: Courier<P, F>,
     home: ClaudeHome,
@@ -114,6 +117,7 @@ impl<R: Relay, P: ProcessTable + Send, F: RegistryFs + Send> Carrier for Relays<
         from: &str,
         session_id: &str,
         text: &str,
+        _wait: Wait,
         claim: &mut dyn FnMut(Handing<'_>) -> bool,
     ) -> Carried {
         let prepared = match self.courier.prepare(&self.home, session_id, text) {
@@ -212,6 +216,7 @@ impl Carrier for WarmSenders {
         from: &str,
         session_id: &str,
         text: &str,
+        wait: Wait,
         claim: &mut dyn FnMut(Handing<'_>) -> bool,
     ) -> Carried {
         let sender = match self.sender(from) {
@@ -224,7 +229,7 @@ impl Carrier for WarmSenders {
         let job = Job::new(session_id, text, move |reply| {
             let _ = steps.send(Step::Done(reply));
         })
-        .wait(Wait::Sent)
+        .wait(wait)
         .claim_with(move |handing| {
             let step = Step::Claim {
                 session_id: handing.session_id.to_owned(),

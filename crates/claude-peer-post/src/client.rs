@@ -5,7 +5,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
-use crate::protocol::{Answer, Record, Request};
+use crate::protocol::{Answer, Record, Request, SentRecord};
 use crate::server::SOCKET_FILE;
 
 /// The longest answer line a client reads: a record with a 64 KiB text, escaped, and
@@ -30,6 +30,8 @@ pub struct Done {
     pub pid: Option<u32>,
     /// The Claude home it delivers to, for `ping`.
     pub home: Option<String>,
+    /// What a `send` came to.
+    pub sent: Option<SentRecord>,
 }
 
 impl Client {
@@ -75,7 +77,22 @@ impl Client {
                 Answer::Record { record } => each(record),
                 Answer::Done {
                     record, pid, home, ..
-                } => return Ok(Done { record, pid, home }),
+                } => {
+                    return Ok(Done {
+                        record,
+                        pid,
+                        home,
+                        sent: None,
+                    });
+                }
+                Answer::Sent { record, sent, .. } => {
+                    return Ok(Done {
+                        record: Some(record),
+                        pid: None,
+                        home: None,
+                        sent: Some(sent),
+                    });
+                }
                 Answer::Failed { error, message, .. } => {
                     return Err(Error::answered(&error, message));
                 }

@@ -64,7 +64,7 @@ pub use lock::{LOCK_FILE, Lock};
 pub use message::{
     Address, AddressKind, Attempt, Change, Message, NewMessage, SenderProcess, State, Step,
 };
-pub use office::{FIRST_BACKOFF, LONGEST_BACKOFF, Pass, PostOffice, backoff};
+pub use office::{FIRST_BACKOFF, LONGEST_BACKOFF, Pass, PostOffice, SentNow, WhenSent, backoff};
 pub use server::{DEFAULT_IDLE_EXIT, SOCKET_FILE, Server, Stopper};
 pub use store::{LogFilter, Posted, Store};
 

@@ -62,6 +62,17 @@ pub enum Request {
         /// Its post id.
         id: String,
     },
+    /// Send a message at once through the post office's warm sender, ahead of the
+    /// queue, and wait for its receipt as a one-shot send does: answered with its
+    /// record and what the send came to. Any refusal is final for it.
+    Send {
+        /// The sender's name.
+        from: String,
+        /// The receiving session's id.
+        to: String,
+        /// The exact text.
+        text: String,
+    },
     /// Whether the post office answers: its pid and the Claude home it delivers to.
     Ping,
 }
@@ -79,6 +90,15 @@ pub enum Answer {
         error: String,
         /// What went wrong, naming the file or the message.
         message: String,
+    },
+    /// The end of a `send`: the message's record, and what the send came to.
+    Sent {
+        /// Always `true`: the request was carried out, whatever the send came to.
+        ok: bool,
+        /// The message's record after it.
+        record: Record,
+        /// What the send came to.
+        sent: SentRecord,
     },
     /// The end: success, with the record asked for, or the post office's pid and the
     /// Claude home it delivers to.
@@ -100,6 +120,54 @@ pub enum Answer {
         /// The record.
         record: Record,
     },
+}
+
+/// What a `send` came to: delivered (its receipt and `msg_id` are the record's), or the
+/// gate's refusal, as the deliver crate's refusal has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SentRecord {
+    /// Whether Claude Code took it.
+    pub delivered: bool,
+    /// The relay's note on a delivered message (an idle subscription that failed…).
+    pub detail: Option<String>,
+    /// The refusal's kind, by its wire name (`not_live`, `delivery_failed`…).
+    pub refusal: Option<String>,
+    /// The refusal's words.
+    pub message: Option<String>,
+    /// Whether the refusal stands until a person changes something.
+    pub standing: bool,
+    /// Whether it may have gone all the same.
+    pub uncertain: bool,
+}
+
+impl SentRecord {
+    /// What `sent` came to.
+    #[must_use]
+    pub fn new(
+        sent: &Result<Box<claude_peer_deliver::Delivered>, claude_peer_deliver::Error>,
+    ) -> Self {
+        match sent {
+            Ok(delivered) => Self {
+                delivered: true,
+                detail: delivered.detail.clone(),
+                refusal: None,
+                message: None,
+                standing: false,
+                uncertain: false,
+            },
+            Err(err) => {
+                let refusal = err.refusal();
+                Self {
+                    delivered: false,
+                    detail: None,
+                    refusal: Some(err.as_str().to_owned()),
+                    message: Some(refusal.map_or_else(|| err.to_string(), |r| r.message.clone())),
+                    standing: refusal.is_some_and(|r| r.standing),
+                    uncertain: refusal.is_some_and(|r| r.uncertain),
+                }
+            }
+        }
+    }
 }
 
 /// A message record as every front end shows it, every key always present.

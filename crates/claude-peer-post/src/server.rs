@@ -15,8 +15,10 @@ use claude_peer_registry::ClaudeHome;
 use claude_peer_watch::Watcher;
 
 use crate::lock::Lock;
-use crate::protocol::{self, Answer, MAX_REQUEST_BYTES, Record, Request};
-use crate::{Carrier, Error, Heard, LogFilter, NewMessage, PostOffice, Step, Store};
+use crate::protocol::{self, Answer, MAX_REQUEST_BYTES, Record, Request, SentRecord};
+use crate::{
+    Address, Carrier, Error, Heard, LogFilter, NewMessage, PostOffice, SentNow, Step, Store,
+};
 
 /// The socket's file name in the runtime directory.
 pub const SOCKET_FILE: &str = "post.sock";
@@ -144,8 +146,14 @@ impl Server {
         loop {
             match inputs.recv_timeout(Duration::from_secs(1)) {
                 Ok(Input::Request(request, reply)) => {
-                    if answer(&mut store, &office_home, request, &reply) {
-                        let _ = wake.send(Wake::Now);
+                    match answer(&mut store, &office_home, request, &reply) {
+                        Asked::Answered { ready: false } => {}
+                        Asked::Answered { ready: true } => {
+                            let _ = wake.send(Wake::Now);
+                        }
+                        Asked::SendNow(id) => {
+                            let _ = wake.send(Wake::SendNow(id, reply));
+                        }
                     }
                 }
                 Ok(Input::Stop) | Err(RecvTimeoutError::Disconnected) => break,
@@ -176,6 +184,8 @@ enum Wake {
     Now,
     /// A sender heard something after a send: a later receipt, to record.
     Heard(Box<Heard>),
+    /// A message posted by `send`, to send at once; its answer goes to the client.
+    SendNow(String, SyncSender<Answer>),
     Stop,
 }
 
@@ -202,6 +212,13 @@ fn deliver<C: Carrier>(mut office: PostOffice<C>, wakes: &Receiver<Wake>) -> Res
             match wake {
                 Wake::Now => due = Some(Instant::now()),
                 Wake::Heard(heard) => office.hear(&heard)?,
+                Wake::SendNow(id, reply) => {
+                    office.send_now(
+                        id,
+                        Box::new(move |sent| drop(reply.send(sent_answer(sent)))),
+                    );
+                    due = Some(Instant::now());
+                }
                 Wake::Stop => return Ok(()),
             }
         }
@@ -229,13 +246,36 @@ fn next_due<C: Carrier>(office: &mut PostOffice<C>) -> Result<Option<Instant>, E
         .map(|at| Instant::now() + Duration::from_millis(at.saturating_sub(now))))
 }
 
-/// Answers `request` on `reply`; whether it may have made a message ready to go.
+/// How long a message of `send` may take to go before it expires unsent.
+const SEND_NOW_EXPIRY: Duration = Duration::from_secs(600);
+
+/// What became of a request.
+enum Asked {
+    /// Answered; whether it may have made a message ready to go.
+    Answered { ready: bool },
+    /// The message of a `send`, posted: the deliverer answers once it went.
+    SendNow(String),
+}
+
+/// The answer to a `send`, once its message went (or did not).
+fn sent_answer(sent: Result<SentNow, Error>) -> Answer {
+    match sent {
+        Ok(sent) => Answer::Sent {
+            ok: true,
+            record: Record::from(&sent.message),
+            sent: SentRecord::new(&sent.sent),
+        },
+        Err(err) => failed(&err),
+    }
+}
+
+/// Answers `request` on `reply`, or posts the message of a `send`.
 fn answer(
     store: &mut Store,
     office_home: &str,
     request: Request,
     reply: &SyncSender<Answer>,
-) -> bool {
+) -> Asked {
     let now = crate::office::now_ms();
     let done = |record: Option<Record>| Answer::Done {
         ok: true,
@@ -301,6 +341,20 @@ fn answer(
                 store.log(&filter, |message| stream(reply, &message))
             })
             .map(|()| done(None)),
+        Request::Send { from, to, text } => {
+            let new = NewMessage {
+                from,
+                key: None,
+                to: Address::SessionId(to),
+                text,
+                expires_at_ms: now
+                    .saturating_add(u64::try_from(SEND_NOW_EXPIRY.as_millis()).unwrap_or(u64::MAX)),
+            };
+            match store.post(&new, now) {
+                Ok(posted) => return Asked::SendNow(posted.message.id),
+                Err(err) => Err(err),
+            }
+        }
         Request::Ping => Ok(Answer::Done {
             ok: true,
             record: None,
@@ -309,7 +363,7 @@ fn answer(
         }),
     };
     let _ = reply.send(result.unwrap_or_else(|err| failed(&err)));
-    ready
+    Asked::Answered { ready }
 }
 
 fn stream(reply: &SyncSender<Answer>, message: &crate::Message) -> std::ops::ControlFlow<()> {

@@ -115,35 +115,44 @@ impl Store {
             path: self.path.clone(),
             source,
         })?;
-        let reason = "posted";
-        tx.execute(
-            "INSERT INTO message (id, sender, key, to_kind, address, text, state, reason, created_at_ms, expires_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'waiting', ?7, ?8, ?9)",
-            params![
-                id,
-                new.from,
-                new.key,
-                new.to.kind().as_str(),
-                new.to.value(),
-                new.text,
-                reason,
-                ms(now_ms),
-                ms(new.expires_at_ms),
-            ],
-        )
-        .and_then(|_| {
-            tx.execute(
-                "INSERT INTO change (message, at_ms, state, detail) VALUES (last_insert_rowid(), ?1, 'waiting', ?2)",
-                params![ms(now_ms), reason],
-            )
-        })
-        .map_err(sqlite)?;
+        insert(&tx, &id, new, now_ms).map_err(sqlite)?;
         let message = row::load(&tx, &id).map_err(sqlite)?;
         tx.commit().map_err(sqlite)?;
         Ok(Posted {
             message: message.ok_or(Error::NoSuchMessage(id))?,
             fresh: true,
         })
+    }
+
+    /// Stores a message that was sent without a post office, as posted at `now_ms` then
+    /// taken through `steps` (its attempt and outcome), in one transaction: the log
+    /// holds every message this user sent. A step that does not apply is
+    /// [`Error::NotNow`], nothing stored.
+    pub fn record(
+        &mut self,
+        new: &NewMessage,
+        steps: &[Step],
+        now_ms: u64,
+    ) -> Result<Message, Error> {
+        check(new, now_ms)?;
+        let sqlite = failed(&self.path);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sqlite)?;
+        let id = new_id().map_err(|source| Error::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        insert(&tx, &id, new, now_ms).map_err(sqlite)?;
+        let mut message = row::load(&tx, &id)
+            .map_err(sqlite)?
+            .ok_or_else(|| Error::NoSuchMessage(id.clone()))?;
+        for step in steps {
+            message = step_in(&tx, &self.path, &id, step, now_ms)?;
+        }
+        tx.commit().map_err(sqlite)?;
+        Ok(message)
     }
 
     /// The message `id`, if there is one.
@@ -188,23 +197,9 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sqlite)?;
-        let message = row::load(&tx, id)
-            .map_err(sqlite)?
-            .ok_or_else(|| Error::NoSuchMessage(id.to_owned()))?;
-        let Some(to) = step.from(message.state) else {
-            return Err(Error::NotNow {
-                id: id.to_owned(),
-                state: message.state,
-                step: step.as_str(),
-            });
-        };
-        if row::changes_nothing(&message, step) {
-            return Ok(message);
-        }
-        row::apply(&tx, id, step, to, message.attempts, at_ms).map_err(sqlite)?;
-        let after = row::load(&tx, id).map_err(sqlite)?;
+        let after = step_in(&tx, &self.path, id, step, at_ms)?;
         tx.commit().map_err(sqlite)?;
-        after.ok_or_else(|| Error::NoSuchMessage(id.to_owned()))
+        Ok(after)
     }
 
     /// Expires every waiting message whose expiry is at or before `now_ms`; their ids.
@@ -305,6 +300,59 @@ impl Store {
         ];
         row::each(&self.conn, &sql, &args, each).map_err(failed(&self.path))
     }
+}
+
+/// Takes `step` for the message `id` within the transaction `tx` (see [`Store::step`]).
+fn step_in(
+    tx: &Connection,
+    path: &Path,
+    id: &str,
+    step: &Step,
+    at_ms: u64,
+) -> Result<Message, Error> {
+    let sqlite = failed(path);
+    let message = row::load(tx, id)
+        .map_err(sqlite)?
+        .ok_or_else(|| Error::NoSuchMessage(id.to_owned()))?;
+    let Some(to) = step.from(message.state) else {
+        return Err(Error::NotNow {
+            id: id.to_owned(),
+            state: message.state,
+            step: step.as_str(),
+        });
+    };
+    if row::changes_nothing(&message, step) {
+        return Ok(message);
+    }
+    row::apply(tx, id, step, to, message.attempts, at_ms).map_err(sqlite)?;
+    row::load(tx, id)
+        .map_err(sqlite)?
+        .ok_or_else(|| Error::NoSuchMessage(id.to_owned()))
+}
+
+/// Inserts `new` as the waiting message `id`, posted at `now_ms`.
+fn insert(conn: &Connection, id: &str, new: &NewMessage, now_ms: u64) -> rusqlite::Result<()> {
+    let reason = "posted";
+    conn.execute(
+        "INSERT INTO message (id, sender, key, to_kind, address, text, state, reason, created_at_ms, expires_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'waiting', ?7, ?8, ?9)",
+        params![
+            id,
+            new.from,
+            new.key,
+            new.to.kind().as_str(),
+            new.to.value(),
+            new.text,
+            reason,
+            ms(now_ms),
+            ms(new.expires_at_ms),
+        ],
+    )?;
+    conn.execute(
+        "INSERT INTO change (message, at_ms, state, detail) VALUES (last_insert_rowid(), ?1, 'waiting', ?2)",
+        params![ms(now_ms), reason],
+    )?;
+    Ok(())
 }
 
 /// SQLite's failure on the store at `path`, as this crate's error.

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use claude_peer_deliver::{Basis, Delivered, Inbound, Outcome};
+use claude_peer_deliver::{Basis, DEFAULT_TIMEOUT, Delivered, Inbound, Outcome};
 use claude_peer_post::DEFAULT_EXPIRY;
 use claude_peer_resolve::Target;
 use claude_peer_sender::DEFAULT_READ_WAIT;
@@ -14,9 +14,9 @@ use crate::args::{ManagedSettingsArg, SenderArgs, Span, TimeoutArg, expiry, posi
 use crate::cmd::queue;
 use crate::error::{Exit, Failure};
 use crate::json::{BroadcastJson, DeliveredJson};
-use crate::ops::broadcast::{Targets, broadcast};
-use crate::ops::send::{self, Relayed};
-use crate::ops::{Context, absolute, sessions};
+use crate::ops::broadcast::{Outcomes, Targets, broadcast};
+use crate::ops::send::{self, Relayed, Via};
+use crate::ops::{Context, absolute, post, sessions};
 use crate::output::Output;
 use crate::signals::Interrupt;
 use crate::table::field;
@@ -97,6 +97,14 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
     };
     targets.check()?;
     let single = targets.given.len() == 1 && targets.select.is_none();
+    // One target, Claude Code sending, as a running post office's sender sends (its
+    // timeout and read wait): through it, a running sender's turn.
+    let by_post_office = single
+        && args.relay.is_empty()
+        && targets.wait_live.is_none()
+        && args.timeout.span.0 == DEFAULT_TIMEOUT
+        && args.read_wait.0 == DEFAULT_READ_WAIT;
+    let from = args.sender.from.clone();
     // Before a sender starts: a signal then stops a send that has not started. A relay
     // program is the user's own and is left to the default action.
     let interrupt = if args.relay.is_empty() {
@@ -121,7 +129,13 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         None => send::message_from_stdin()?,
     };
     out.warn_all(&sessions::registry_warnings(&ctx));
+    if by_post_office && let Some(sent) = post::send_now(&ctx, &targets.given[0], &from, &message) {
+        return single_answer(&sent?, relay.via(), out);
+    }
     let outcomes = broadcast(&ctx, &targets, &message, &relay);
+    if let Ok(outcomes) = &outcomes {
+        record(outcomes, &from, &message, out);
+    }
     if let Some(exit) = interrupt.as_ref().and_then(Interrupt::exit) {
         let err = match outcomes {
             Err(err) => Some(err),
@@ -134,13 +148,7 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         return Ok(exit);
     }
     if single {
-        let delivered = outcomes?.into_first()?;
-        if out.is_json() {
-            out.json(&DeliveredJson::new(&delivered, relay.via()))?;
-        } else {
-            out.text(&sentence(&delivered))?;
-        }
-        return Ok(Exit::Success);
+        return single_answer(&outcomes?.into_first()?, relay.via(), out);
     }
     let outcomes = outcomes?;
     let failed = outcomes.failed();
@@ -166,6 +174,26 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
     } else {
         Exit::Refusal
     })
+}
+
+/// Records each target's send in the user's store, warning when it cannot: the send
+/// itself stands either way.
+fn record(outcomes: &Outcomes, from: &str, message: &str, out: &Output) {
+    for outcome in outcomes.iter() {
+        if let Err(err) = post::record_sent(from, outcome.target, message, outcome.result) {
+            out.warn(&format!("the send is not in the log: {err}"));
+        }
+    }
+}
+
+/// What one target's send prints.
+fn single_answer(delivered: &Delivered, via: Via, out: &Output) -> Result<Exit, Failure> {
+    if out.is_json() {
+        out.json(&DeliveredJson::new(delivered, via))?;
+    } else {
+        out.text(&sentence(delivered))?;
+    }
+    Ok(Exit::Success)
 }
 
 /// `--queue`: handed to the post office, which keeps it until its receiver can take it.

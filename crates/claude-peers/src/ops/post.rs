@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use claude_peer_post::Client;
+use claude_peer_deliver::{Basis, Delivered, Outcome, Receipt, Refusal, RefusalKind};
 use claude_peer_post::protocol::Request;
+use claude_peer_post::{Address, Attempt, Client, NewMessage, Step, Store, default_store_path};
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::os::unix::process::CommandExt as _;
 
@@ -119,4 +120,139 @@ fn did_not_start(log: &Path) -> Error {
         log.display(),
         tail.trim()
     )))
+}
+
+/// `send` to one session through the running post office's warm sender (a running
+/// sender's turn instead of a fresh Claude Code), recorded in its store: `None` when no
+/// post office runs for this home. The gate is read here first, for the session and
+/// policy the answer reports; the post office's sender goes through it again.
+pub(crate) fn send_now(
+    ctx: &Context,
+    target: &str,
+    from: &str,
+    message: &str,
+) -> Option<Result<Delivered, Error>> {
+    let client = Client::connect(&runtime_dir().ok()?).ok()?;
+    let mut client = same_home(ctx, client).ok()?;
+    Some(send_by(ctx, &mut client, target, from, message))
+}
+
+fn send_by(
+    ctx: &Context,
+    client: &mut Client,
+    target: &str,
+    from: &str,
+    message: &str,
+) -> Result<Delivered, Error> {
+    let courier = ctx.courier();
+    let prepared = match courier.prepare(&ctx.home, target, message) {
+        Ok(prepared) => prepared,
+        Err(err) => {
+            let err = Error::from(err);
+            // Refused here, before the post office was asked: recorded as it is without one.
+            let _ = record_sent(from, target, message, Err(&err));
+            return Err(err);
+        }
+    };
+    let (session, inbound, policy) = (
+        prepared.session().clone(),
+        prepared.inbound(),
+        prepared.policy().clone(),
+    );
+    let request = Request::Send {
+        from: from.to_owned(),
+        to: session.record.session_id.clone(),
+        text: message.to_owned(),
+    };
+    let done = client.request(&request, |_| {})?;
+    let (Some(record), Some(sent)) = (done.record, done.sent) else {
+        return Err(claude_peer_post::Error::answered(
+            "post_office_refused",
+            "the post office answered a send without its outcome".to_owned(),
+        )
+        .into());
+    };
+    if sent.delivered {
+        let outcome = record.receipt.as_deref().and_then(Outcome::from_name);
+        let basis = record.receipt_basis.as_deref().and_then(Basis::from_name);
+        return Ok(Delivered {
+            session,
+            inbound,
+            policy,
+            detail: sent.detail,
+            receipt: outcome
+                .zip(basis)
+                .map(|(outcome, basis)| Receipt { outcome, basis }),
+            msg_id: record.msg_id,
+        });
+    }
+    let words = sent.message.unwrap_or_default();
+    let name = sent.refusal.unwrap_or_default();
+    Err(match RefusalKind::from_name(&name) {
+        Some(kind) => claude_peer_deliver::Error::Refused(Refusal {
+            kind,
+            message: words,
+            standing: sent.standing,
+            uncertain: sent.uncertain,
+        })
+        .into(),
+        None => claude_peer_post::Error::answered(&name, words).into(),
+    })
+}
+
+/// Records a send made without a post office in the user's store, so that `log` lists
+/// every message this user sent: a delivered one with its receipt, a refused one with
+/// the refusal. Other failures sent nothing worth a record.
+pub(crate) fn record_sent(
+    from: &str,
+    target: &str,
+    message: &str,
+    result: Result<&Delivered, &Error>,
+) -> Result<(), Error> {
+    let (to, steps) = match result {
+        Ok(delivered) => {
+            let session_id = delivered.session.record.session_id.clone();
+            let steps = vec![
+                Step::Send(Attempt::to(session_id.clone())),
+                Step::Deliver {
+                    session_id: session_id.clone(),
+                    msg_id: delivered.msg_id.clone(),
+                    receipt: delivered.receipt,
+                },
+            ];
+            (Address::SessionId(session_id), steps)
+        }
+        Err(err) => {
+            let Some(refusal) = err.refusal() else {
+                return Ok(());
+            };
+            let to = if claude_peer_registry::is_uuid(target) {
+                Address::SessionId(target.to_owned())
+            } else {
+                Address::Name(target.to_owned())
+            };
+            (to, vec![Step::Refuse(refusal.to_string())])
+        }
+    };
+    let now = now_ms();
+    let new = NewMessage {
+        from: from.to_owned(),
+        key: None,
+        to,
+        text: message.to_owned(),
+        expires_at_ms: now.saturating_add(
+            u64::try_from(claude_peer_post::DEFAULT_EXPIRY.as_millis()).unwrap_or(u64::MAX),
+        ),
+    };
+    let mut store = Store::open(&default_store_path()?)?;
+    store.record(&new, &steps, now)?;
+    Ok(())
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
 }

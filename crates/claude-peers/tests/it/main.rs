@@ -22,6 +22,7 @@ mod resolve;
 mod send;
 mod serve;
 mod serve_disk;
+mod serve_send;
 mod settings;
 mod support;
 mod terminal;

@@ -5,15 +5,16 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use claude_peer_deliver::{Basis, Courier, Error as Refused, Outcome, Receipt, RefusalKind};
+use claude_peer_deliver::{Courier, Delivered, Error as Refused, Receipt, RefusalKind};
 use claude_peer_probe::{OsProcessTable, OsRegistryFs, ProcessTable, RegistryFs};
 use claude_peer_registry::{ClaudeHome, Pid};
 use claude_peer_resolve::{Roster, Scope};
-use claude_peer_sender::MailboxEvent;
-use claude_peer_transcript::{Fact, Follower};
+use claude_peer_sender::{MailboxEvent, Wait};
 
 use crate::carrier::{Carried, Carrier, Heard, Hearer};
 use crate::{Address, Attempt, Error, Message, SenderProcess, State, Step, Store};
+
+mod recover;
 
 /// How many waiting messages a pass reads from the store at a time.
 const PAGE: usize = 256;
@@ -44,6 +45,21 @@ pub struct PostOffice<C, P = OsProcessTable, F = OsRegistryFs> {
     courier: Courier<P, F>,
     home: ClaudeHome,
     carrier: C,
+    /// Messages to send at once, ahead of the queue, and whom to tell what became of them.
+    now: Vec<(String, WhenSent)>,
+}
+
+/// Told what became of a message sent at once: see [`PostOffice::send_now`].
+pub type WhenSent = Box<dyn FnOnce(Result<SentNow, Error>) + Send>;
+
+/// What became of a message sent at once.
+#[derive(Debug)]
+pub struct SentNow {
+    /// The message as recorded after the attempt.
+    pub message: Message,
+    /// What was delivered, its receipt decided as a one-shot send decides it; or why
+    /// it was not.
+    pub sent: Result<Box<Delivered>, Refused>,
 }
 
 impl<C, P, F> std::fmt::Debug for PostOffice<C, P, F> {
@@ -68,9 +84,6 @@ enum Tried {
 /// its sender running to hear the rest.
 const RECEIPT_WATCH: Duration = Duration::from_secs(3600);
 
-/// How long recovery waits for a killed post office's sender to be gone.
-const SENDER_GONE_WAIT: Duration = Duration::from_secs(5);
-
 impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
     /// A post office delivering `store`'s messages to the sessions of `home` through
     /// `carrier`, telling which addresses resolve with `courier`'s registry reads.
@@ -80,7 +93,16 @@ impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
             courier,
             home,
             carrier,
+            now: Vec::new(),
         }
+    }
+
+    /// Sends the waiting message `id` at the next [`PostOffice::pass`], before the
+    /// queue and past any backoff, waiting for its receipt, then tells `answer`: a send
+    /// that does not queue. Any refusal is final for it (`refused`, with the gate's
+    /// words): it was never meant to wait.
+    pub fn send_now(&mut self, id: String, answer: WhenSent) {
+        self.now.push((id, answer));
     }
 
     /// The Claude home whose sessions it delivers to.
@@ -117,7 +139,7 @@ impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
         })?;
         let mut settled = Vec::new();
         for message in sending {
-            let step = reconcile(&self.store, &self.home, &message)?;
+            let step = recover::reconcile(&self.store, &self.home, &message)?;
             settled.push(self.store.step(&message.id, &step, now_ms())?);
         }
         Ok(settled)
@@ -165,7 +187,17 @@ impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
             courier,
             home,
             carrier,
+            now,
         } = self;
+        if !now.is_empty() {
+            let roster = courier
+                .discovery()
+                .roster(home, Scope::Live)
+                .map_err(Error::Registry)?;
+            for (id, answer) in now.drain(..) {
+                answer(send_one(store, &roster, carrier, home, &id));
+            }
+        }
         let mut pass = Pass {
             expired: store.expire_due(now_ms())?.len(),
             ..Pass::default()
@@ -184,12 +216,16 @@ impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
                 let tried = if held.contains(&message.to) || message.not_before_ms > now_ms() {
                     Tried::Waits
                 } else {
-                    let Some(target) = resolved(store, &roster, &message)? else {
-                        pass.waiting += 1;
-                        held.insert(message.to);
-                        continue;
+                    let target = match resolve(&roster, &message) {
+                        Ok(target) => target,
+                        Err(err) => {
+                            not_now(store, &message, err, Mode::Queued)?;
+                            pass.waiting += 1;
+                            held.insert(message.to);
+                            continue;
+                        }
                     };
-                    attempt(store, carrier, home, &message, &target)?
+                    attempt(store, carrier, home, &message, &target, Mode::Queued)?.0
                 };
                 match tried {
                     Tried::Delivered => pass.delivered += 1,
@@ -208,22 +244,59 @@ impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
 }
 
 /// The session id `message`'s address names in `roster`, by the one target rule (an id or
-/// the name of one live session; the one session working in a directory); `None` when it
-/// names none now, recorded as the message's reason for waiting.
-fn resolved<P: ProcessTable, F: RegistryFs>(
-    store: &mut Store,
+/// the name of one live session; the one session working in a directory), or why it
+/// names none now.
+fn resolve<P: ProcessTable, F: RegistryFs>(
     roster: &Roster<'_, P, F>,
     message: &Message,
-) -> Result<Option<String>, Error> {
+) -> Result<String, Refused> {
     let one = match &message.to {
         Address::SessionId(given) | Address::Name(given) => roster.resolve(given),
         Address::Cwd(dir) => roster.resolve_cwd(Path::new(dir)),
     };
-    match one {
-        Ok(session) => Ok(Some(session.record.session_id)),
-        Err(err) => not_now(store, message, err.into()).map(|_| None),
-    }
+    one.map(|session| session.record.session_id)
+        .map_err(Refused::from)
 }
+
+/// Sends the message `id` at once (see [`PostOffice::send_now`]).
+fn send_one<P: ProcessTable, F: RegistryFs>(
+    store: &mut Store,
+    roster: &Roster<'_, P, F>,
+    carrier: &mut impl Carrier,
+    home: &ClaudeHome,
+    id: &str,
+) -> Result<SentNow, Error> {
+    let message = store
+        .get(id)?
+        .ok_or_else(|| Error::NoSuchMessage(id.to_owned()))?;
+    let sent = match resolve(roster, &message) {
+        Ok(target) => attempt(store, carrier, home, &message, &target, Mode::AtOnce)?.1,
+        Err(err) => Some(Err(not_now(store, &message, err, Mode::AtOnce)?.1)),
+    };
+    let Some(sent) = sent else {
+        return Err(Error::NotNow {
+            id: id.to_owned(),
+            state: message.state,
+            step: "send",
+        });
+    };
+    let message = store
+        .get(id)?
+        .ok_or_else(|| Error::NoSuchMessage(id.to_owned()))?;
+    Ok(SentNow { message, sent })
+}
+
+/// How an attempt is made: queued (its receipt heard later; a failure waits for its
+/// backoff) or at once (its receipt waited for; any refusal final).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Queued,
+    AtOnce,
+}
+
+/// What an attempt ended in: how the pass counts it, and what Claude Code answered
+/// (`None` when it changed meanwhile, through another connection).
+type Attempted = (Tried, Option<Result<Box<Delivered>, Refused>>);
 
 /// One attempt at `message`, to the live session `session_id`: carried through the gate
 /// (which resolves it afresh), claimed in the store (`sending`, with what carries it, on
@@ -234,22 +307,33 @@ fn attempt(
     home: &ClaudeHome,
     message: &Message,
     session_id: &str,
-) -> Result<Tried, Error> {
+    mode: Mode,
+) -> Result<Attempted, Error> {
+    let wait = match mode {
+        Mode::Queued => Wait::Sent,
+        Mode::AtOnce => Wait::Receipt,
+    };
     let mut claimed = None;
-    let outcome = carrier.carry(&message.from, session_id, &message.text, &mut |handing| {
-        let attempt = Attempt {
-            session_id: handing.session_id.to_owned(),
-            sender: handing
-                .sender
-                .and_then(|(pid, address)| sender_process(pid, address)),
-            transcript_len: transcript_len(home, handing.session_id),
-        };
-        let result = store.step(&message.id, &Step::Send(attempt), now_ms());
-        let ok = result.is_ok();
-        claimed = Some(result);
-        ok
-    });
-    let claimed = match (outcome, claimed) {
+    let handed = carrier.carry(
+        &message.from,
+        session_id,
+        &message.text,
+        wait,
+        &mut |handing| {
+            let attempt = Attempt {
+                session_id: handing.session_id.to_owned(),
+                sender: handing
+                    .sender
+                    .and_then(|(pid, address)| sender_process(pid, address)),
+                transcript_len: transcript_len(home, handing.session_id),
+            };
+            let result = store.step(&message.id, &Step::Send(attempt), now_ms());
+            let ok = result.is_ok();
+            claimed = Some(result);
+            ok
+        },
+    );
+    let (sent, claimed) = match (handed, claimed) {
         (Carried::HandedOver(sent), Some(Ok(claimed))) => (sent, claimed),
         // No sender to carry it (one that cannot start): an attempt that failed, tried
         // again after its backoff rather than at every registry change.
@@ -259,22 +343,24 @@ fn attempt(
             let claimed = store.step(&message.id, &Step::Send(Attempt::to(session_id)), now_ms());
             let claimed = match claimed {
                 Ok(claimed) => claimed,
-                Err(Error::NotNow { .. }) => return Ok(Tried::Gone),
+                Err(Error::NotNow { .. }) => return Ok((Tried::Gone, None)),
                 Err(err) => return Err(err),
             };
             (Err(Refused::Refused(refusal)), claimed)
         }
-        (Carried::NotNow(err), _) => return not_now(store, message, err),
+        (Carried::NotNow(err), _) => {
+            let (tried, err) = not_now(store, message, err, mode)?;
+            return Ok((tried, Some(Err(err))));
+        }
         (_, Some(Err(Error::NotNow { .. })) | None) | (Carried::Unclaimed, Some(Ok(_))) => {
-            return Ok(Tried::Gone);
+            return Ok((Tried::Gone, None));
         }
         (_, Some(Err(err))) => return Err(err),
     };
-    let (sent, claimed) = claimed;
-    let step = match sent {
+    let step = match &sent {
         Ok(delivered) => Step::Deliver {
-            session_id: delivered.session.record.session_id,
-            msg_id: delivered.msg_id,
+            session_id: delivered.session.record.session_id.clone(),
+            msg_id: delivered.msg_id.clone(),
             receipt: delivered.receipt,
         },
         // After the hand-over, the receiver itself refused or declined it.
@@ -283,6 +369,7 @@ fn attempt(
         }
         // It may have gone: never sent again by itself.
         Err(Refused::Refused(refusal)) if refusal.uncertain => Step::Unknown(refusal.to_string()),
+        Err(err) if mode == Mode::AtOnce => Step::Refuse(err.to_string()),
         Err(err) => Step::Fail {
             reason: err.to_string(),
             retry_at_ms: now_ms().saturating_add(millis(backoff(claimed.attempts))),
@@ -294,7 +381,7 @@ fn attempt(
         _ => Tried::Waits,
     };
     store.step(&message.id, &step, now_ms())?;
-    Ok(tried)
+    Ok((tried, Some(sent)))
 }
 
 /// The sender process `pid`, told apart from a later one by its start token; `None`
@@ -321,155 +408,31 @@ fn transcript_len(home: &ClaudeHome, session_id: &str) -> Option<u64> {
     }
 }
 
-/// What became of `message`, left `sending` by a post office that stopped: see
-/// [`PostOffice::recover`].
-fn reconcile(store: &Store, home: &ClaudeHome, message: &Message) -> Result<Step, Error> {
-    let unknown = |why: String| {
-        Step::Unknown(format!(
-            "the post office stopped during its attempt, and {why}: whether Claude Code took it is not known"
-        ))
-    };
-    let Some(attempt) = &message.attempt else {
-        return Ok(unknown("the attempt was not recorded".to_owned()));
-    };
-    let (Some(sender), Some(len)) = (&attempt.sender, attempt.transcript_len) else {
-        return Ok(unknown(
-            "its sender or its receiver's transcript was not known before it".to_owned(),
-        ));
-    };
-    if let Err(why) = stop(sender) {
-        return Ok(unknown(why));
-    }
-    let facts = match facts_since(home, &attempt.session_id, len) {
-        Ok(facts) => facts,
-        Err(err) => {
-            return Ok(unknown(format!(
-                "its receiver's transcript cannot be read: {err}"
-            )));
-        }
-    };
-    // Ours: our sender name and the exact text (from our sender's address, when it was
-    // known); then the first read from that address of a message the store does not
-    // know (its messages before this one have their msg_ids).
-    let mut address = sender.address.clone();
-    let mut receipt = None;
-    let mut msg_id = None;
-    for fact in facts {
-        match fact {
-            Fact::Queued {
-                from,
-                from_name,
-                text,
-            } if receipt.is_none()
-                && from_name.as_deref() == Some(message.from.as_str())
-                && text == message.text
-                && address.as_ref().is_none_or(|ours| *ours == from) =>
-            {
-                receipt = Some(Outcome::Queued);
-                address = Some(from);
-            }
-            Fact::Read { msg_id: id, from }
-                if receipt == Some(Outcome::Queued)
-                    && msg_id.is_none()
-                    && from.is_some()
-                    && from == address
-                    && store.by_msg_id(&id)?.is_none() =>
-            {
-                msg_id = Some(id);
-                receipt = Some(Outcome::Read);
-            }
-            Fact::Held { from, preview }
-                if receipt.is_none() && message.text.starts_with(preview.trim_end_matches('…')) =>
-            {
-                // A held line names no sender name: only our address tells it is ours.
-                match &address {
-                    Some(ours) if *ours == from => receipt = Some(Outcome::Held),
-                    Some(_) => {}
-                    None => {
-                        return Ok(unknown(
-                            "its receiver holds a message like it from a sender it cannot tell"
-                                .to_owned(),
-                        ));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(match receipt {
-        Some(outcome) => Step::Deliver {
-            session_id: attempt.session_id.clone(),
-            msg_id,
-            receipt: Some(Receipt {
-                outcome,
-                basis: Basis::Transcript,
-            }),
-        },
-        None => Step::Fail {
-            reason: "the post office stopped during its attempt; its receiver's transcript shows it did not arrive, and its sender is gone: sent again".to_owned(),
-            retry_at_ms: 0,
-        },
-    })
-}
-
-/// Every fact the transcript of `session_id` wrote from `len` bytes in.
-fn facts_since(
-    home: &ClaudeHome,
-    session_id: &str,
-    len: u64,
-) -> Result<Vec<Fact>, claude_peer_transcript::Error> {
-    let mut follower = Follower::since(home, session_id, len)?;
-    let mut facts = Vec::new();
-    loop {
-        let more = follower.next(Duration::ZERO)?;
-        if more.is_empty() {
-            return Ok(facts);
-        }
-        facts.extend(more);
-    }
-}
-
-/// Makes sure the sender a stopped post office left is gone: its process group is
-/// killed when its leader is still that process, then awaited, at most
-/// [`SENDER_GONE_WAIT`]. The group outlives nothing of ours: a pid is not reused while
-/// a group of that id has members.
-fn stop(sender: &SenderProcess) -> Result<(), String> {
-    let gone = || format!("its sender (process group {}) is still running", sender.pid);
-    let group = rustix::process::Pid::from_raw(i32::try_from(sender.pid).map_err(|_| gone())?)
-        .ok_or_else(gone)?;
-    let table = OsProcessTable::new();
-    if let Some(pid) = Pid::new(sender.pid) {
-        let facts = table.facts(pid, table.signal(pid));
-        if facts.start_token.as_deref() == Some(sender.start_token.as_str()) {
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        }
-    }
-    let deadline = Instant::now() + SENDER_GONE_WAIT;
-    loop {
-        match rustix::process::test_kill_process_group(group) {
-            Err(rustix::io::Errno::SRCH) => return Ok(()),
-            _ if Instant::now() >= deadline => return Err(gone()),
-            _ => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-}
-
 /// Records why `message` cannot go now, before anything was claimed or handed over: a
-/// standing refusal (its receiver's policy is `refuse`) is final; every other waits with
-/// the gate's words as its reason. A registry that cannot be read stops the pass.
-fn not_now(store: &mut Store, message: &Message, err: Refused) -> Result<Tried, Error> {
-    let (step, tried) = match err {
-        Refused::Refused(refusal) if refusal.standing => {
+/// standing refusal (its receiver's policy is `refuse`) is final, as is every refusal of
+/// a message sent at once; every other waits with the gate's words as its reason. A
+/// registry that cannot be read stops the pass. The refusal, given back.
+fn not_now(
+    store: &mut Store,
+    message: &Message,
+    err: Refused,
+    mode: Mode,
+) -> Result<(Tried, Refused), Error> {
+    let err = match err {
+        Refused::Discovery(err) => return Err(Error::Registry(err)),
+        err => err,
+    };
+    let (step, tried) = match &err {
+        Refused::Refused(refusal) if refusal.standing || mode == Mode::AtOnce => {
             (Step::Refuse(refusal.to_string()), Tried::Refused)
         }
         Refused::Refused(refusal) => (Step::Wait(refusal.to_string()), Tried::Waits),
-        Refused::Discovery(err) => return Err(Error::Registry(err)),
         // Checked when it was posted; a limit lowered since makes it final.
         err => (Step::Refuse(err.to_string()), Tried::Refused),
     };
     match store.step(&message.id, &step, now_ms()) {
-        Ok(_) => Ok(tried),
-        Err(Error::NotNow { .. }) => Ok(Tried::Gone),
+        Ok(_) => Ok((tried, err)),
+        Err(Error::NotNow { .. }) => Ok((Tried::Gone, err)),
         Err(err) => Err(err),
     }
 }
