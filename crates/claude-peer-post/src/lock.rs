@@ -24,7 +24,12 @@ impl Lock {
     /// it; [`Error::Running`] with the holder's pid when another post office holds it.
     /// A lock file left by one that was killed holds no lock: it is taken over.
     pub fn take(dir: &Path) -> Result<Self, Error> {
-        let path = dir.join(LOCK_FILE);
+        Self::take_file(&dir.join(LOCK_FILE))
+    }
+
+    /// Takes the lock whose file is `path`, as [`Lock::take`] does.
+    pub fn take_file(path: &Path) -> Result<Self, Error> {
+        let path = path.to_owned();
         let io = |source: std::io::Error| Error::Io {
             path: path.clone(),
             source,

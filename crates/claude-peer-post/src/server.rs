@@ -109,7 +109,8 @@ impl Server {
     }
 
     /// Serves until stopped, or until `idle_exit` has passed with nothing waiting and no
-    /// client. Requests are answered here, on a connection to the store of their own;
+    /// client, holding a lock beside the store as well (`post.db.lock`): a second post office
+    /// on the same store, through another runtime directory, is [`Error::Running`]. Requests are answered here, on a connection to the store of their own;
     /// the deliverer runs on a thread of its own, so a send under way never keeps a
     /// request waiting. It passes over the waiting messages whenever the registry of
     /// `home` changes, a message is posted, or a backoff or expiry is due; when stopped,
@@ -127,8 +128,14 @@ impl Server {
             socket: _socket,
             inputs: (to, inputs),
         } = self;
+        // One post office per store too: two runtime directories (a login without
+        // XDG_RUNTIME_DIR beside one with it) must not both deliver from one store.
+        let store_path = office.store().path().to_owned();
+        let mut lock_path = store_path.clone().into_os_string();
+        lock_path.push(".lock");
+        let _store_lock = Lock::take_file(Path::new(&lock_path))?;
         office.recover()?;
-        let mut store = Store::open(office.store().path())?;
+        let mut store = Store::open(&store_path)?;
         let office_home = office.home().root().display().to_string();
         let (wake, wakes) = mpsc::channel();
         let heard = wake.clone();

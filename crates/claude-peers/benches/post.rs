@@ -1,22 +1,30 @@
 //! The post office as whole processes: `send --queue` until it returns with a post
 //! office running, side by side with `list --json` (the same binary doing the least a
-//! command does), and a post office with nothing to do: its CPU and memory.
+//! command does); a post office with nothing to do (its CPU and memory); `send` through
+//! its warm sender side by side with a bare `claude -p`; a waiting message from its
+//! receiver's record appearing to `delivered`; and 1,000 queued messages to 4 idle
+//! receivers through one sender.
 // A benchmark that cannot set up should stop loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/bare.rs"]
+mod bare;
 #[path = "../tests/it/receiver.rs"]
 #[allow(dead_code)]
 mod receiver;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use claude_peer_post::Client;
-use claude_peer_post::protocol::Request;
+use claude_peer_post::protocol::{Record, Request};
+use serde_json::json;
 
-use receiver::{claude, wait_for};
+use bare::{bare_command, bare_sender};
+use receiver::{Receiver, claude, prepare_home, wait_for};
 
 const ROUNDS: usize = 50;
 const IDLE_FOR: Duration = Duration::from_secs(30);
@@ -68,8 +76,70 @@ fn rss_kib(pid: u32) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
+/// Receivers of the queue of 1,000, each idle in a folder of its own.
+const FLEET: [&str; 4] = ["r0", "r1", "r2", "r3"];
+/// Messages of the queue of 1,000.
+const QUEUE: usize = 1_000;
+/// Rounds of the record-to-delivered measure (each starts a receiver).
+const LATE_ROUNDS: usize = 5;
+/// Interleaved rounds of send through the post office and bare `claude -p`.
+const SEND_ROUNDS: usize = 7;
+
+fn now_ms() -> u64 {
+    u64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+fn ask(runtime: &Path, request: &Request) -> Option<Record> {
+    let mut client = Client::connect(runtime).unwrap();
+    client.request(request, |_| {}).unwrap().record
+}
+
+fn post_to(runtime: &Path, cwd: &Path, text: &str) -> Record {
+    ask(
+        runtime,
+        &Request::Post {
+            from: "harness".to_owned(),
+            key: None,
+            to_kind: "cwd".to_owned(),
+            to: cwd.to_str().unwrap().to_owned(),
+            text: text.to_owned(),
+            expire_ms: 3_600_000,
+        },
+    )
+    .unwrap()
+}
+
+/// When the record was first `delivered`, in ms since the epoch.
+fn delivered_at(record: &Record) -> Option<u64> {
+    record
+        .timeline
+        .iter()
+        .find(|change| change.state == "delivered")
+        .map(|change| change.at_ms)
+}
+
 fn main() {
-    let home = tempfile::tempdir().unwrap();
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo test --benches` asks for a list; there is nothing to list.
+    }
+    let home = Arc::new(tempfile::tempdir().unwrap());
+    let mut cwds = vec!["idle"];
+    cwds.extend(FLEET);
+    let late: Vec<String> = (0..LATE_ROUNDS)
+        .map(|round| format!("late{round}"))
+        .collect();
+    cwds.extend(late.iter().map(String::as_str));
+    prepare_home(
+        home.path(),
+        &cwds,
+        &json!({"crossSessionInbound": "accept"}),
+    );
     let state = tempfile::tempdir().unwrap();
     std::fs::set_permissions(state.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let mut serve: Child = command(home.path(), state.path())
@@ -115,6 +185,145 @@ fn main() {
         used.as_secs_f64() / IDLE_FOR.as_secs_f64() * 100.0,
         rss_kib(serve.id()),
     );
+
+    through_post_office(&home, state.path());
+    record_to_delivered(&home, &runtime, &late);
+    a_thousand(&home, &runtime);
     let _ = serve.kill();
     let _ = serve.wait();
+}
+
+/// `send` to an idle accepting receiver through the running post office's warm sender,
+/// interleaved with a bare `claude -p` sending a message of the same length. Each text is
+/// new: Claude Code drops a message identical to the one before from the same sender.
+fn through_post_office(home: &Arc<tempfile::TempDir>, state: &Path) {
+    let receiver = Receiver::start_in(home, "idle", &[]);
+    let work = tempfile::tempdir().unwrap();
+    let claude = claude();
+    let (model, bare_home) = bare_sender(work.path(), receiver.socket.clone());
+    let send = |text: &str| {
+        let mut send = command(home.path(), state);
+        send.args([
+            "send",
+            &receiver.session_id,
+            "--from",
+            "harness",
+            "--message",
+            text,
+            "--claude",
+        ])
+        .arg(&claude);
+        send
+    };
+    // The first send starts the warm sender.
+    timed(send("warm"));
+    let (mut through, mut bare) = (Vec::new(), Vec::new());
+    for round in 0..SEND_ROUNDS {
+        through.push(timed(send(&format!("bnch{round}"))));
+        let mut bare_send = bare_command(&claude, &bare_home, &model, work.path());
+        bare_send.stdout(Stdio::null()).stdin(Stdio::null());
+        bare.push(timed(bare_send));
+    }
+    let (through, bare) = (p50(through), p50(bare));
+    println!(
+        "send to an idle accepting receiver through the running post office ({SEND_ROUNDS} interleaved rounds, medians): {:.1} ms; bare `claude -p` {:.1} ms: {:.2}x (target: at most 0.3x)",
+        through.as_secs_f64() * 1e3,
+        bare.as_secs_f64() * 1e3,
+        through.as_secs_f64() / bare.as_secs_f64(),
+    );
+}
+
+/// A message waiting for a directory's session, from that session's registry record
+/// appearing to `delivered`, with the post office's sender warm.
+fn record_to_delivered(home: &Arc<tempfile::TempDir>, runtime: &Path, late: &[String]) {
+    let mut latencies = Vec::new();
+    for cwd in late {
+        let dir = home.path().join(cwd);
+        let posted = post_to(runtime, &dir, &format!("waiting for {cwd}"));
+        let sessions = home.path().join("sessions");
+        let watched = dir.clone();
+        // The moment a record naming the directory appears, seen every 2 ms.
+        let seen = std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline {
+                let found = std::fs::read_dir(&sessions)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|entry| {
+                        std::fs::read(entry.path())
+                            .ok()
+                            .and_then(|bytes| {
+                                serde_json::from_slice::<serde_json::Value>(&bytes).ok()
+                            })
+                            .is_some_and(|record| record["cwd"].as_str() == watched.to_str())
+                    });
+                if found {
+                    return Some(now_ms());
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            None
+        });
+        let receiver = Receiver::start_in(home, cwd, &[]);
+        let get = Request::Get {
+            id: posted.id.clone(),
+        };
+        let delivered = wait_for(Duration::from_secs(60), || {
+            ask(runtime, &get).as_ref().and_then(delivered_at)
+        })
+        .expect("delivered");
+        let seen = seen.join().unwrap().expect("the record appeared");
+        latencies.push(Duration::from_millis(delivered.saturating_sub(seen)));
+        drop(receiver);
+    }
+    println!(
+        "a waiting message, from its receiver's registry record appearing to delivered ({LATE_ROUNDS} receivers, warm sender): p50 {:.0} ms, each {:?} (target: p50 at most 1.0 s)",
+        p50(latencies.clone()).as_secs_f64() * 1e3,
+        latencies
+            .iter()
+            .map(Duration::as_millis)
+            .collect::<Vec<_>>(),
+    );
+}
+
+/// 1,000 messages queued at once to 4 idle receivers, delivered through one sender.
+fn a_thousand(home: &Arc<tempfile::TempDir>, runtime: &Path) {
+    let fleet: Vec<Receiver> = FLEET
+        .iter()
+        .map(|cwd| Receiver::start_in(home, cwd, &[]))
+        .collect();
+    let dirs: Vec<PathBuf> = fleet.iter().map(|r| r.cwd.clone()).collect();
+    let started = now_ms();
+    let ids: Vec<String> = (0..QUEUE)
+        .map(|i| {
+            post_to(
+                runtime,
+                &dirs[i % FLEET.len()],
+                &format!("one of a thousand: {i}"),
+            )
+            .id
+        })
+        .collect();
+    let posted = now_ms();
+    let open = || {
+        let mut client = Client::connect(runtime).unwrap();
+        let mut open = 0;
+        client.request(&Request::Outbox, |_| open += 1).unwrap();
+        open
+    };
+    wait_for(Duration::from_secs(900), || (open() == 0).then_some(())).expect("all delivered");
+    let last = ids
+        .iter()
+        .filter_map(|id| delivered_at(&ask(runtime, &Request::Get { id: id.clone() })?))
+        .max()
+        .unwrap();
+    let secs = Duration::from_millis(last.saturating_sub(started)).as_secs_f64();
+    println!(
+        "{QUEUE} queued messages to {} idle receivers through one sender: posted in {} ms, all delivered {secs:.1} s after the first was posted: {:.1} per second (target: at least 5)",
+        FLEET.len(),
+        posted - started,
+        f64::from(u32::try_from(QUEUE).unwrap()) / secs,
+    );
+    drop(fleet);
 }

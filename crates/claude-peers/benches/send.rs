@@ -7,20 +7,20 @@
 // A benchmark that cannot set up should stop loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/bare.rs"]
+mod bare;
 #[path = "../tests/it/receiver.rs"]
 #[allow(dead_code)]
 mod receiver;
 
-use std::fs;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use claude_peer_endpoint::{Endpoint, Reply};
 use claude_peer_testkit::process::shell_script;
-use serde_json::{Value, json};
+use serde_json::json;
 
+use bare::{bare_command, bare_sender};
 use receiver::{Receiver, claude, prepare_home};
 
 const ROUNDS: usize = 7;
@@ -66,7 +66,8 @@ fn main() {
             .arg(work.path().join("none.json"))
             .args(extra)
             .env_remove("XDG_RUNTIME_DIR")
-            .env("XDG_CACHE_HOME", work.path());
+            .env("XDG_CACHE_HOME", work.path())
+            .env("XDG_STATE_HOME", work.path());
         command
     };
     // Three idle sessions of one home, for a broadcast beside a single send.
@@ -91,10 +92,11 @@ fn main() {
             .arg("--managed-settings")
             .arg(work.path().join("none.json"))
             .env_remove("XDG_RUNTIME_DIR")
-            .env("XDG_CACHE_HOME", work.path());
+            .env("XDG_CACHE_HOME", work.path())
+            .env("XDG_STATE_HOME", work.path());
         command
     };
-    let (model, bare_home) = bare_sender(work.path(), socket_of(&accepting));
+    let (model, bare_home) = bare_sender(work.path(), accepting.socket.clone());
     let bare = || bare_command(&claude, &bare_home, &model, work.path());
 
     let claude_flag = ["--claude", claude.to_str().unwrap()];
@@ -142,66 +144,4 @@ fn main() {
         held.saturating_sub(bare),
         accepted.saturating_sub(bare),
     );
-}
-
-fn socket_of(receiver: &Receiver) -> String {
-    fs::read_dir(receiver.home.path().join("sessions"))
-        .unwrap()
-        .flatten()
-        .find_map(|e| {
-            let record: Value = serde_json::from_slice(&fs::read(e.path()).ok()?).ok()?;
-            record["messagingSocketPath"].as_str().map(str::to_owned)
-        })
-        .unwrap()
-}
-
-/// The bare sender's model and home: the same Claude Code and scripted model as a
-/// send, without hooks, receipt window or resolution; it exits after its turn.
-fn bare_sender(work: &Path, socket: String) -> (Endpoint, PathBuf) {
-    let model = Endpoint::start(
-        "bench",
-        Arc::new(move |request: &Value| {
-            let messages = request["messages"].as_array().unwrap();
-            let last = &messages.iter().rev().find(|m| m["role"] == "user").unwrap()["content"];
-            if last.to_string().contains("tool_result") {
-                Reply::Text("Done.".to_owned())
-            } else {
-                Reply::ToolUse {
-                    id: "toolu_bench".to_owned(),
-                    name: "SendMessage".to_owned(),
-                    input: json!({"to": socket, "message": "bench"}),
-                }
-            }
-        }),
-    )
-    .unwrap();
-    let home = work.join("bare-home");
-    fs::create_dir_all(&home).unwrap();
-    fs::write(
-        home.join(".claude.json"),
-        r#"{"hasCompletedOnboarding":true}"#,
-    )
-    .unwrap();
-    (model, home)
-}
-
-fn bare_command(claude: &Path, home: &Path, model: &Endpoint, work: &Path) -> Command {
-    let mut command = Command::new(claude);
-    command
-        .args([
-            "-p",
-            "send it",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ])
-        .arg("--no-session-persistence")
-        .env("CLAUDE_CONFIG_DIR", home)
-        .env("ANTHROPIC_BASE_URL", model.base_url())
-        .env("ANTHROPIC_API_KEY", "bench")
-        .env("ENABLE_TOOL_SEARCH", "false")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .current_dir(work);
-    command
 }

@@ -290,3 +290,33 @@ fn a_client_of_another_uid_is_refused_by_the_sockets_peer_credentials() {
     let answer: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!(answer["error"], "not_your_post_office", "{answer}");
 }
+
+#[test]
+fn a_second_post_office_on_the_same_store_through_another_runtime_directory_is_refused() {
+    let running = Running::start();
+    // The first answers: it holds the store's lock.
+    let mut client = Client::connect(&running.runtime).unwrap();
+    assert!(
+        client
+            .request(&Request::Ping, |_| {})
+            .unwrap()
+            .pid
+            .is_some()
+    );
+    let other = running.temp.root().join("other-run");
+    let server = Server::bind(&other).unwrap();
+    let store = Store::open(&running.temp.root().join("state/post.db")).unwrap();
+    let courier = || Courier::os().with_managed_settings(running.temp.root().join("managed.json"));
+    let home = running.temp.claude().clone();
+    let relays = Relays::new(courier(), home.clone(), |_: &str| {
+        CommandRelay::new("/bin/false")
+    });
+    let office = PostOffice::new(store, courier(), home.clone(), relays);
+    let err = server.run(office, &home, None).unwrap_err();
+    assert_eq!(err.as_str(), "post_office_running", "{err}");
+    assert!(err.to_string().contains("post.db.lock"), "{err}");
+    assert!(
+        err.to_string().contains(&std::process::id().to_string()),
+        "{err}"
+    );
+}

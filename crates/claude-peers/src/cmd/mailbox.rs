@@ -13,11 +13,13 @@ use std::time::Duration;
 
 use claude_peer_deliver::{Delivered, Refusal};
 use claude_peer_guard::protocol::MAX_ESCAPED_MESSAGE_BYTES;
+use claude_peer_post::DEFAULT_EXPIRY;
 use claude_peer_probe::stream::{self, Line};
 use claude_peer_sender::{Idle, Job, MailboxEvent, MailboxHandle, Reply, Waiting};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::cmd::queue;
 use crate::error::{Exit, Failure};
 use crate::json::{MailboxEventJson, SessionJson};
 use crate::ops::broadcast::{SendOrder, Targets};
@@ -67,6 +69,13 @@ struct Send {
     message: String,
     #[serde(default)]
     notify_when_idle: bool,
+    /// Handed to the post office instead, which keeps it until its receiver can take it.
+    #[serde(default)]
+    queue: bool,
+    /// With `queue`: how long it may wait, in seconds.
+    expire_s: Option<u64>,
+    /// With `queue`: its idempotency key.
+    id: Option<String>,
 }
 
 impl Send {
@@ -99,6 +108,10 @@ pub(crate) fn run(
             move || kill_group(second.sender.load(Ordering::Acquire)),
         )?;
     }
+    let queue_as = QueueAs {
+        from: from.clone(),
+        claude: claude.clone(),
+    };
     let relay = send::claude(claude, from, timeout)?;
     let mailbox = send::mailboxes(ctx, &relay)()?;
     state.sender.store(mailbox.pid(), Ordering::Release);
@@ -130,7 +143,7 @@ pub(crate) fn run(
         }
         match inputs.recv() {
             Ok(MainInput::Request(line)) => {
-                let answered = answer(&handle, ctx, line, &state, &to_main);
+                let answered = answer(&handle, ctx, &queue_as, line, &state, &to_main);
                 state.heard(&answered, &to_main);
             }
             Ok(MainInput::Wake) => {}
@@ -241,6 +254,7 @@ fn request_id(line: &str) -> Option<String> {
 fn answer(
     handle: &MailboxHandle,
     ctx: &Context,
+    queue_as: &QueueAs,
     line: Result<String, BadLine>,
     state: &Arc<State>,
     to_main: &SyncSender<MainInput>,
@@ -267,6 +281,15 @@ fn answer(
     };
     let send = &request.send;
     let id = request.id.as_deref();
+    if send.queue {
+        return queued(ctx, queue_as, id, send);
+    }
+    if send.expire_s.is_some() || send.id.is_some() {
+        return emit(&error(
+            id,
+            "`expire_s` and `id` go with `\"queue\":true`; nothing was sent",
+        ));
+    }
     let sends = Sends {
         handle,
         state,
@@ -287,6 +310,72 @@ fn answer(
             "a request names its session with `session_id`, or several with a non-empty `session_ids`; nothing was sent",
         )),
     }
+}
+
+/// How a request with `"queue":true` is handed to the post office: under the mailbox's
+/// sender name, a post office started with its Claude Code when none runs.
+struct QueueAs {
+    from: String,
+    claude: Option<PathBuf>,
+}
+
+/// Hands the message of request `id` to the post office: a `queued` event for each
+/// target (its `target` when there are several), or an `error` naming why not.
+fn queued(ctx: &Context, queue_as: &QueueAs, id: Option<&str>, send: &Send) -> io::Result<()> {
+    let targets = match (&send.session_id, &send.session_ids) {
+        (Some(target), None) => vec![target.clone()],
+        (None, Some(targets)) if !targets.is_empty() => targets.clone(),
+        _ => {
+            let message = "a request names its session with `session_id`, or several with a non-empty `session_ids`; nothing was queued";
+            return emit(&MailboxEventJson::Error {
+                id,
+                target: None,
+                message,
+            });
+        }
+    };
+    let several = targets.len() > 1;
+    let order = queue::Order {
+        targets,
+        cwd: None,
+        from: queue_as.from.clone(),
+        text: send.message.clone(),
+        expire: send.expire_s.map_or(DEFAULT_EXPIRY, Duration::from_secs),
+        key: send.id.clone(),
+    };
+    let results = match queue::post_all(ctx, &order, queue_as.claude.clone()) {
+        Ok(results) => results,
+        Err(failure) => {
+            let message = format!("{}: {}", failure.name, failure.message);
+            return emit(&MailboxEventJson::Error {
+                id,
+                target: None,
+                message: &message,
+            });
+        }
+    };
+    for (target, result) in &results {
+        let target = several.then_some(target.as_str());
+        match result {
+            Ok(record) => emit(&MailboxEventJson::Queued {
+                id,
+                target,
+                post_id: &record.id,
+                state: &record.state,
+                reason: record.reason.as_deref(),
+                expires_at_ms: record.expires_at_ms,
+            })?,
+            Err(failure) => {
+                let message = format!("{}: {}", failure.name, failure.message);
+                emit(&MailboxEventJson::Error {
+                    id,
+                    target,
+                    message: &message,
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Sends through the mailbox service, as the main thread makes them: one at a time.

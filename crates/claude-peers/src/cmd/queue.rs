@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use claude_peer_post::protocol::Request;
+use claude_peer_post::protocol::{Record, Request};
 
 use crate::error::{Exit, Failure};
 use crate::json::{QueuedJson, QueuedResultsJson};
@@ -25,12 +25,16 @@ pub(crate) struct Order {
     pub(crate) key: Option<String>,
 }
 
-pub(crate) fn exec(
+/// Each address of an order, and its record or why it was not queued.
+pub(crate) type Queued = Vec<(String, Result<Record, Failure>)>;
+
+/// Hands `order` to this user's post office (started, with `claude` as its sender's
+/// Claude Code, when none runs): one message for each address, in order.
+pub(crate) fn post_all(
     ctx: &Context,
     order: &Order,
     claude: Option<PathBuf>,
-    out: &Output,
-) -> Result<Exit, Failure> {
+) -> Result<Queued, Failure> {
     claude_peer_sender::check_sender_name(&order.from).map_err(ops::Error::from)?;
     let mut addresses: Vec<(String, &str, String)> = order
         .targets
@@ -64,6 +68,16 @@ pub(crate) fn exec(
             .and_then(|done| done.record.ok_or(ops::Error::NoRecord));
         results.push((target, answer.map_err(Failure::from)));
     }
+    Ok(results)
+}
+
+pub(crate) fn exec(
+    ctx: &Context,
+    order: &Order,
+    claude: Option<PathBuf>,
+    out: &Output,
+) -> Result<Exit, Failure> {
+    let results = post_all(ctx, order, claude)?;
     let failed = results.iter().filter(|(_, r)| r.is_err()).count();
     if let [(_, only)] = results.as_slice() {
         let record = only.as_ref().map_err(Clone::clone)?;
@@ -114,7 +128,7 @@ fn kind_of(target: &str) -> &'static str {
     }
 }
 
-fn sentence(record: &claude_peer_post::protocol::Record) -> String {
+fn sentence(record: &Record) -> String {
     let reason = record
         .reason
         .as_deref()

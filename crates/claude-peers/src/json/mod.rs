@@ -316,6 +316,17 @@ pub(crate) enum MailboxEventJson<'a> {
         refusal: &'static str,
         message: &'a str,
     },
+    /// The message of request `id` (to its `target`, for several) was handed to the post
+    /// office, as `post_id`.
+    Queued {
+        id: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target: Option<&'a str>,
+        post_id: &'a str,
+        state: &'a str,
+        reason: Option<&'a str>,
+        expires_at_ms: u64,
+    },
     /// A request (or its `target`) read but not sent: a signal stopped the mailbox first.
     Cancelled {
         id: Option<&'a str>,

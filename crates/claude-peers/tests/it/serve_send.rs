@@ -175,3 +175,66 @@ fn kill_post_office(state: &Path) {
         let _ = Command::new("kill").arg("-9").arg(pid.trim()).status();
     }
 }
+
+#[test]
+fn a_mailbox_request_with_queue_is_handed_to_the_post_office_once_per_key() {
+    use std::io::Write as _;
+    let home = private();
+    let state = private();
+    let mut mailbox = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["mailbox", "--from", "harness", "--claude"])
+        .arg(claude())
+        .arg("--managed-settings")
+        .arg(state.path().join("none.json"))
+        .env_remove("XDG_RUNTIME_DIR")
+        .env("XDG_CACHE_HOME", state.path().join("cache"))
+        .env("XDG_STATE_HOME", state.path().join("state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = claude_peer_testkit::lines::Lines::stdout(&mut mailbox).unwrap();
+    let mut stdin = mailbox.stdin.take().unwrap();
+    let queue = json!({"id": "q1", "send": {"session_id": "reviewer-later", "message": "when you start", "queue": true, "expire_s": 600, "id": "k1"}});
+    let wrong = json!({"id": "q3", "send": {"session_id": "reviewer-later", "message": "x", "expire_s": 5}});
+    for request in [&queue, &queue, &wrong] {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let next = || lines.next_json(Duration::from_secs(20)).unwrap();
+    let (first, again, refused) = (next(), next(), next());
+    assert_eq!(first["event"], "queued", "{first}");
+    assert_eq!(
+        (first["id"].clone(), first["state"].clone()),
+        (json!("q1"), json!("waiting"))
+    );
+    let expires = first["expires_at_ms"].as_u64().unwrap();
+    assert!(expires > 0, "{first}");
+    assert_eq!(
+        again["post_id"], first["post_id"],
+        "the same key is the same message"
+    );
+    assert_eq!(refused["event"], "error", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("queue"),
+        "{refused}"
+    );
+    // It is in the post office's outbox.
+    let (_, outbox, _) = cli(
+        home.path(),
+        state.path(),
+        &["outbox", "--claude", claude().to_str().unwrap()],
+    );
+    let ids: Vec<&str> = outbox
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    assert_eq!(ids, [first["post_id"].as_str().unwrap()]);
+    drop(stdin);
+    let _ = mailbox.wait();
+    kill_post_office(state.path());
+}
