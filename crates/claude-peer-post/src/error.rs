@@ -79,6 +79,10 @@ pub enum Error {
     /// The message cannot be posted as it is; nothing was stored.
     #[error("{0}; nothing was stored")]
     Invalid(String),
+    /// Its text is one no send takes (empty, or above the bound), under the same name
+    /// as `send` gives it; nothing was stored.
+    #[error("{0}; nothing was stored")]
+    Text(#[source] claude_peer_deliver::Error),
     /// The idempotency key was used before by the same sender for another message.
     #[error(
         "the key `{key}` of sender `{from}` is message {id}'s, which has another address or text; nothing was stored"
@@ -147,7 +151,7 @@ pub enum Error {
 
 impl Error {
     /// Every stable name an error of this crate has.
-    pub const NAMES: [&'static str; 16] = [
+    pub const NAMES: [&'static str; 18] = [
         "no_store_place",
         "store_dir_unsafe",
         "not_a_store",
@@ -155,6 +159,8 @@ impl Error {
         "store_newer",
         "store_failed",
         "invalid_message",
+        "empty_message",
+        "message_too_large",
         "key_in_use",
         "post_office_running",
         "registry_unreadable",
@@ -188,6 +194,7 @@ impl Error {
             Self::Newer { .. } => "store_newer",
             Self::Sqlite { .. } | Self::Io { .. } => "store_failed",
             Self::Invalid(_) => "invalid_message",
+            Self::Text(err) => err.as_str(),
             Self::KeyInUse { .. } => "key_in_use",
             Self::Running { .. } => "post_office_running",
             Self::Registry(_) => "registry_unreadable",
@@ -210,6 +217,7 @@ mod tests {
         let ours = [
             Error::NoPlace,
             Error::Invalid("x".into()),
+            Error::Text(claude_peer_deliver::Error::EmptyMessage),
             Error::NoSuchMessage("x".into()),
             Error::Thread(io::Error::other("x")),
             Error::NotNow {

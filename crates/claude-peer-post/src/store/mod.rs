@@ -367,7 +367,7 @@ fn failed(path: &Path) -> impl Fn(rusqlite::Error) -> Error + Copy + '_ {
 /// name Claude Code shows, an address that can name a session, an expiry in the future
 /// and at most [`MAX_EXPIRY`] away.
 fn check(new: &NewMessage, now_ms: u64) -> Result<(), Error> {
-    claude_peer_deliver::check_message(&new.text).map_err(|err| Error::Invalid(err.to_string()))?;
+    claude_peer_deliver::check_message(&new.text).map_err(Error::Text)?;
     claude_peer_sender::check_sender_name(&new.from)
         .map_err(|err| Error::Invalid(err.to_string()))?;
     let value = new.to.value();
@@ -414,8 +414,6 @@ mod tests {
     fn a_message_that_cannot_go_is_refused_before_anything_is_stored() {
         let day = 86_400_000;
         let cases = [
-            (new("", 2 * day), "empty"),
-            (new(&"x".repeat(65_537), 2 * day), "65537 bytes"),
             (new("hi", day), "not in the future"),
             (new("hi", day + 30 * day + 1), "more than 30 days"),
             (
@@ -443,6 +441,15 @@ mod tests {
         for (message, words) in cases {
             let err = check(&message, day).unwrap_err();
             assert_eq!(err.as_str(), "invalid_message");
+            assert!(err.to_string().contains(words), "{words}: {err}");
+        }
+        // A text no send takes, under the name `send` gives it.
+        for (text, name, words) in [
+            (String::new(), "empty_message", "empty"),
+            ("x".repeat(65_537), "message_too_large", "65537 bytes"),
+        ] {
+            let err = check(&new(&text, 2 * day), day).unwrap_err();
+            assert_eq!(err.as_str(), name);
             assert!(err.to_string().contains(words), "{words}: {err}");
         }
         assert!(check(&new("hi", day + 30 * day), day).is_ok());

@@ -170,7 +170,7 @@ fn bad_lines_are_answered_by_name_and_what_fails_changes_nothing() {
         running.work()
     );
     let refused = raw(&running.runtime, empty.as_bytes());
-    assert_eq!(refused["error"], "invalid_message", "{refused}");
+    assert_eq!(refused["error"], "empty_message", "{refused}");
     let nowhere = raw(
         &running.runtime,
         b"{\"op\":\"cancel\",\"id\":\"0000000000000000\"}\n",

@@ -3,7 +3,8 @@
 //! Each tool answers with the `--json` shape of the command it stands for, from the same
 //! code: `list_sessions` as `list`, `show_session` as `show`, `inbound_policy` as
 //! `settings effective`, `send_message` as `send` through Claude Code (with
-//! `session_ids`, as `send` to several targets). A refusal or an error is a tool error
+//! `session_ids`, as `send` to several targets; with `queue`, as `send --queue`),
+//! `outbox` as `outbox` (wrapped in an object, bounded by `limit`). A refusal or an error is a tool error
 //! carrying the refusal JSON, but a send to several sessions answers every target's
 //! result, failed ones too, and is a tool error only when it fails as a whole. A request
 //! that is not a valid call (unknown tool, wrong-typed argument, oversized message,
@@ -23,7 +24,9 @@
 //! library crates stay synchronous, and their blocking calls run on tokio's blocking pool
 //! or the mailbox's thread.
 
+mod args;
 mod inbox;
+mod post;
 mod sessions_resource;
 
 use std::borrow::Cow;
@@ -45,10 +48,8 @@ use rmcp::model::{
     ServerConfig, SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, RequestContext};
-use rmcp::{
-    ErrorData, RoleServer, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router,
-};
-use serde::{Deserialize, Serialize};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use serde::Serialize;
 use serde_json::Value;
 use tokio::task::JoinError;
 
@@ -57,6 +58,7 @@ use crate::json::{EventsJson, SessionDetailJson, SessionJson, SessionsJson, Whoa
 use crate::ops::{Context, policy, sessions, whoami};
 use crate::output::{Format, Output};
 use crate::signals;
+use args::{ListArgs, OutboxArgs, PolicyArgs, SendArgs, ShowArgs, WaitArgs};
 use inbox::{Events, Inbox, Whom};
 
 /// How rmcp begins the message of arguments that do not deserialize.
@@ -173,53 +175,6 @@ fn watch_signals() -> Result<tokio::sync::oneshot::Receiver<i32>, Failure> {
     Ok(rx)
 }
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct ListArgs {
-    /// Every record in the registry with its liveness verdict and reason, not only the live sessions.
-    #[serde(default)]
-    all: bool,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct ShowArgs {
-    /// A session id, or the name of exactly one live session.
-    session: String,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct PolicyArgs {
-    /// The session's working directory, an absolute path (default: the server's).
-    cwd: Option<String>,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct SendArgs {
-    /// The receiving session: its id (from `list_sessions`) or the name of one live session.
-    session_id: Option<String>,
-    /// Instead of `session_id`: several receiving sessions (ids or names), each sent once.
-    session_ids: Option<Vec<String>>,
-    /// The text to deliver, at most 65536 bytes.
-    message: String,
-    /// The sender's name, which the receiver sees (default: claude-peers); the server's
-    /// one sender takes the first send's, and later calls must give the same or none.
-    from: Option<String>,
-    /// Also subscribe to the receiver's next idle moment: an `idle` event follows.
-    #[serde(default)]
-    notify_when_idle: bool,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-struct WaitArgs {
-    /// How long to wait for an event, in seconds, from 0 to 300 (default: 30).
-    #[schemars(with = "Option<f64>")]
-    timeout_s: Option<Value>,
-}
-
 /// The MCP server: the tools and the `claude-peers://sessions` resource.
 #[derive(Debug, Clone)]
 pub(crate) struct Peers {
@@ -333,6 +288,15 @@ impl Peers {
         {
             return Err(ErrorData::invalid_params(err.to_string(), None));
         }
+        if args.queue {
+            return self.queue(args).await;
+        }
+        if args.expire_s.is_some() || args.id.is_some() {
+            return Err(ErrorData::invalid_params(
+                "`expire_s` and `id` go with `queue: true`; nothing was sent",
+                None,
+            ));
+        }
         let whom = match (args.session_id, args.session_ids) {
             (Some(session_id), None) => Whom::One(session_id),
             (None, Some(session_ids)) if !session_ids.is_empty() => Whom::Several(session_ids),
@@ -366,6 +330,23 @@ impl Peers {
     }
 
     #[tool(
+        description = "The messages this user's post office still holds (queued with send_message queue=true, or by any other front end), oldest first: {\"messages\":[…],\"waiting\":N,\"failed\":[]}, each with its state (waiting and why, sending, unknown), attempts and expiry; at most limit (default 100, up to 1000) listed, waiting counting them all. cancel=[post ids] cancels waiting or unknown messages (never delivered), retry=[post ids] tries unknown ones again; both answer the records changed and, in failed, each id that could not be.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn outbox(
+        &self,
+        Parameters(args): Parameters<OutboxArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let action = post::Action::of(args)?;
+        let config = Arc::clone(&self.config);
+        Ok(blocking(move || post::outbox(&config.ctx, config.claude.clone(), action)).await)
+    }
+
+    #[tool(
         description = "Wait for what this server's sender heard since the last call: replies and other messages to it (event message, with the sender's session_id and text), later receipts of messages sent (receipt), idle notices (idle), notices, or its end (closed). Returns {\"events\":[…]}, each event once, as soon as there is one, or empty after timeout_s seconds (0 to 300, default 30). Events are also announced as notifications/message.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
@@ -395,6 +376,21 @@ impl Peers {
 }
 
 impl Peers {
+    /// `send_message` with `queue`: handed to the post office under `from`, else the
+    /// server's sender name (the post office has a sender of each name).
+    async fn queue(&self, args: SendArgs) -> Result<CallToolResult, ErrorData> {
+        let inbox_from = self
+            .config
+            .inbox
+            .lock()
+            .await
+            .as_ref()
+            .map(|inbox| inbox.from.clone());
+        let order = post::order(args, inbox_from)?;
+        let config = Arc::clone(&self.config);
+        Ok(blocking(move || post::queue(&config.ctx, config.claude.clone(), &order)).await)
+    }
+
     /// The server's mailbox, started by the first send as its `from` (default
     /// claude-peers); a JSON-RPC error when a later call names another (one sender has
     /// one name).
@@ -549,7 +545,7 @@ fn diagnostics() -> Output {
     Output::new(Format::Json)
 }
 
-fn to_json(value: &impl Serialize) -> Result<String, Failure> {
+pub(super) fn to_json(value: &impl Serialize) -> Result<String, Failure> {
     serde_json::to_string(value).map_err(|err| Failure::error("internal", err.to_string()))
 }
 

@@ -16,6 +16,7 @@ mod mcp_broadcast;
 mod mcp_claude;
 mod mcp_inbox;
 mod mcp_pool;
+mod mcp_post;
 mod receipts;
 mod receiver;
 mod resolve;

@@ -222,7 +222,7 @@ fn the_tools_and_the_resource_are_what_a_client_sees_with_schemas_and_one_line_d
     names.sort_unstable();
     assert_eq!(
         names.join(" "),
-        "inbound_policy list_sessions send_message show_session wait_for_messages whoami",
+        "inbound_policy list_sessions outbox send_message show_session wait_for_messages whoami",
         "no tool changes settings"
     );
     for tool in &tools {
@@ -248,6 +248,15 @@ fn the_tools_and_the_resource_are_what_a_client_sees_with_schemas_and_one_line_d
         schema("inbound_policy").get("required").is_none(),
         "cwd is optional"
     );
+    let send = schema("send_message");
+    assert_eq!(send["properties"]["queue"]["type"], "boolean");
+    assert!(send["properties"]["expire_s"].is_object(), "{send}");
+    assert!(send["properties"]["id"].is_object(), "{send}");
+    let outbox = schema("outbox");
+    assert!(outbox.get("required").is_none(), "listing needs nothing");
+    for key in ["cancel", "retry", "limit"] {
+        assert!(outbox["properties"][key].is_object(), "{key}: {outbox}");
+    }
 
     let listed = mcp
         .runtime
