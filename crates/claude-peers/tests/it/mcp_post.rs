@@ -59,17 +59,11 @@ impl Drop for Started<'_> {
 }
 
 #[test]
-fn send_message_with_queue_waits_for_its_receiver_and_outbox_lists_and_cancels() {
-    let home = Arc::new(private());
-    prepare_home(
-        home.path(),
-        &["project"],
-        &json!({"crossSessionInbound": "accept"}),
-    );
+fn malformed_queue_and_outbox_calls_are_json_rpc_errors_and_queue_nothing() {
+    let home = private();
     let state = private();
     let _started = Started(state.path());
     let mcp = server(home.path(), state.path());
-
     // Malformed calls are JSON-RPC errors, and nothing is queued.
     for bad in [
         json!({"session_id": "reviewer-9", "message": "x", "expire_s": 5}),
@@ -82,6 +76,24 @@ fn send_message_with_queue_waits_for_its_receiver_and_outbox_lists_and_cancels()
     }
     let (code, message) = mcp.rpc_error("outbox", json!({"limit": 0}));
     assert_eq!(code, -32602, "{message}");
+
+    let listed = mcp.ok("outbox", json!({}));
+    assert_eq!(listed["waiting"], 0, "{listed}");
+    let (code, message) = mcp.rpc_error("outbox", json!({"cancel": [], "retry": ["x"]}));
+    assert_eq!(code, -32602, "{message}");
+}
+
+#[test]
+fn send_message_with_queue_waits_for_its_receiver_and_outbox_lists_and_cancels() {
+    let home = Arc::new(private());
+    prepare_home(
+        home.path(),
+        &["project"],
+        &json!({"crossSessionInbound": "accept"}),
+    );
+    let state = private();
+    let _started = Started(state.path());
+    let mcp = server(home.path(), state.path());
 
     let queue = json!({"session_id": "reviewer-9", "message": "for reviewer 9", "from": "agent", "queue": true, "id": "k1"});
     let first = mcp.ok("send_message", queue.clone());
