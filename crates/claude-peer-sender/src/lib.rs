@@ -44,4 +44,7 @@ pub use mailbox::{
 };
 pub use name::{MAX_SENDER_NAME_BYTES, check_sender_name};
 pub use private_dir::{default_runtime_dir, private_dir};
-pub use relay::{Batch, Capabilities, ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW};
+pub use relay::{
+    Batch, Capabilities, ClaudeRelay, DEFAULT_READ_WAIT, DEFAULT_RECEIPT_WINDOW, RECEIVER_PACE,
+    paced_by_receiver,
+};

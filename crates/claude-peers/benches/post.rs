@@ -128,6 +128,13 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a list; there is nothing to list.
     }
+    // `cargo bench --bench post -- through` runs the phases whose names hold a word given.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let runs =
+        |phase: &str| only.is_empty() || only.iter().any(|word| phase.contains(word.as_str()));
     let home = Arc::new(tempfile::tempdir().unwrap());
     let mut cwds = vec!["idle"];
     cwds.extend(FLEET);
@@ -156,14 +163,33 @@ fn main() {
     })
     .expect("the post office answers");
 
+    if runs("queue idle") {
+        queue_and_idle(home.path(), state.path(), serve.id());
+    }
+    if runs("through") {
+        through_post_office(&home, state.path());
+    }
+    if runs("late") {
+        record_to_delivered(&home, &runtime, &late);
+    }
+    if runs("thousand") {
+        a_thousand(&home, &runtime);
+    }
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
+/// `send --queue` and `list` side by side, then the post office idle with what they left
+/// waiting.
+fn queue_and_idle(home: &Path, state: &Path, serve: u32) {
     let mut queued = Vec::new();
     let mut listed = Vec::new();
     for round in 0..ROUNDS {
-        let mut send = command(home.path(), state.path());
+        let mut send = command(home, state);
         let text = format!("message {round}");
         send.args(["send", "--queue", "--message", &text, "reviewer-not-here"]);
         queued.push(timed(send));
-        let mut list = command(home.path(), state.path());
+        let mut list = command(home, state);
         list.arg("list");
         listed.push(timed(list));
     }
@@ -175,22 +201,16 @@ fn main() {
 
     // Nothing to do but wait: the 50 messages above wait for a name that never appears.
     std::thread::sleep(Duration::from_secs(1));
-    let before = cpu(serve.id());
+    let before = cpu(serve);
     std::thread::sleep(IDLE_FOR);
-    let used = cpu(serve.id()).saturating_sub(before);
+    let used = cpu(serve).saturating_sub(before);
     println!(
         "a post office with {ROUNDS} waiting messages and nothing to do, over {} s: CPU {} ms ({:.3}% of a core), RSS {} KiB (target: at most 0.5% and 32 MiB)",
         IDLE_FOR.as_secs(),
         used.as_millis(),
         used.as_secs_f64() / IDLE_FOR.as_secs_f64() * 100.0,
-        rss_kib(serve.id()),
+        rss_kib(serve),
     );
-
-    through_post_office(&home, state.path());
-    record_to_delivered(&home, &runtime, &late);
-    a_thousand(&home, &runtime);
-    let _ = serve.kill();
-    let _ = serve.wait();
 }
 
 /// `send` to an idle accepting receiver through the running post office's warm sender,
@@ -287,6 +307,9 @@ fn record_to_delivered(home: &Arc<tempfile::TempDir>, runtime: &Path, late: &[St
     );
 }
 
+/// How many messages a receiver takes from one sender at once (Claude Code 2.1.332).
+const RECEIVER_BURST: usize = 30;
+
 /// 1,000 messages queued at once to 4 idle receivers, delivered through one sender.
 fn a_thousand(home: &Arc<tempfile::TempDir>, runtime: &Path) {
     let fleet: Vec<Receiver> = FLEET
@@ -313,17 +336,27 @@ fn a_thousand(home: &Arc<tempfile::TempDir>, runtime: &Path) {
         open
     };
     wait_for(Duration::from_secs(900), || (open() == 0).then_some(())).expect("all delivered");
-    let last = ids
+    let mut times: Vec<u64> = ids
         .iter()
         .filter_map(|id| delivered_at(&ask(runtime, &Request::Get { id: id.clone() })?))
-        .max()
-        .unwrap();
-    let secs = Duration::from_millis(last.saturating_sub(started)).as_secs_f64();
+        .collect();
+    times.sort_unstable();
+    let secs = |from: u64, to: u64| Duration::from_millis(to.saturating_sub(from)).as_secs_f64();
+    let last = *times.last().unwrap();
+    // Each receiver takes a burst of RECEIVER_BURST from one sender, then one every 2 s:
+    // the burst shows the sender's own rate, the rest the receivers' pace.
+    let burst = (RECEIVER_BURST * FLEET.len()).min(times.len());
+    let burst_end = times[burst - 1];
     println!(
-        "{QUEUE} queued messages to {} idle receivers through one sender: posted in {} ms, all delivered {secs:.1} s after the first was posted: {:.1} per second (target: at least 5)",
+        "{QUEUE} queued messages to {} idle receivers through one sender: posted in {} ms, all delivered {:.1} s after the first was posted: {:.1} per second (target: at least 5); the first {burst} (the receivers' bursts) at {:.1} per second, the other {} at {:.1} per second (the receivers' pace: one every 2 s each, {:.1} per second in all)",
         FLEET.len(),
         posted - started,
-        f64::from(u32::try_from(QUEUE).unwrap()) / secs,
+        secs(started, last),
+        f64::from(u32::try_from(QUEUE).unwrap()) / secs(started, last),
+        f64::from(u32::try_from(burst).unwrap()) / secs(started, burst_end),
+        times.len() - burst,
+        f64::from(u32::try_from(times.len() - burst).unwrap()) / secs(burst_end, last),
+        FLEET.len() as f64 / claude_peer_sender::RECEIVER_PACE.as_secs_f64(),
     );
     drop(fleet);
 }

@@ -372,7 +372,7 @@ fn attempt(
         Err(err) if mode == Mode::AtOnce => Step::Refuse(err.to_string()),
         Err(err) => Step::Fail {
             reason: err.to_string(),
-            retry_at_ms: now_ms().saturating_add(millis(backoff(claimed.attempts))),
+            retry_at_ms: now_ms().saturating_add(millis(retry_after(err, claimed.attempts))),
         },
     };
     let tried = match step {
@@ -434,6 +434,18 @@ fn not_now(
         Ok(_) => Ok((tried, err)),
         Err(Error::NotNow { .. }) => Ok((Tried::Gone, err)),
         Err(err) => Err(err),
+    }
+}
+
+/// The wait before the next attempt after `err` ended the `attempts`th: the receiver's
+/// pace when its rate limit turned the message away (it takes one more every 2 s, and
+/// messages to it wait their turn meanwhile), else the [`backoff`].
+fn retry_after(err: &Refused, attempts: u32) -> Duration {
+    match err {
+        Refused::Refused(refusal) if claude_peer_sender::paced_by_receiver(&refusal.message) => {
+            claude_peer_sender::RECEIVER_PACE
+        }
+        _ => backoff(attempts),
     }
 }
 

@@ -535,3 +535,54 @@ fn a_killed_offices_first_send_is_found_by_sender_name_and_text_before_its_addre
     office.recover().unwrap();
     assert_eq!(get(&mut office, &id).state, State::Unknown);
 }
+
+#[test]
+fn a_receivers_rate_limit_is_a_pace_of_2_s_not_a_growing_backoff() {
+    let mut world = World::new("accept");
+    // Claude Code's words when a receiver's bucket for this sender is empty, and any
+    // other failure, by the message's text.
+    let handed = world.path("handed");
+    let mut office = world.office(&format!(
+        "case \"$(tail -n1 '{}')\" in\n\
+         *paced*) echo '{{\"sent\":false,\"detail\":\"Too many messages to this session just now: 30 were sent recently and more would be dropped by its rate limit, so this one was not sent.\"}}' ;;\n\
+         *) echo '{{\"sent\":false,\"detail\":\"socket refused\"}}' ;;\n\
+         esac",
+        handed.display()
+    ));
+    world.session("s-1", "busy", "b");
+    world.session("s-2", "broken", "k");
+    let paced = post(&mut office, name("busy"), "paced");
+    let broken = post(&mut office, name("broken"), "failing");
+    for round in 1..=2 {
+        let until = [&paced, &broken]
+            .iter()
+            .map(|id| get(&mut office, id).not_before_ms)
+            .max()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(until.saturating_sub(now_ms()) + 20));
+        office.pass().unwrap();
+        for id in [&paced, &broken] {
+            assert_eq!(get(&mut office, id).attempts, round, "attempt {round}");
+        }
+    }
+    let now = now_ms();
+    let (paced, broken) = (get(&mut office, &paced), get(&mut office, &broken));
+    assert!(
+        paced
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("Too many messages"),
+        "{paced:?}"
+    );
+    assert!(
+        paced.not_before_ms <= now + 2_100,
+        "the receiver takes one more every 2 s: {}",
+        paced.not_before_ms - now
+    );
+    assert!(
+        broken.not_before_ms >= now + 3_000,
+        "a failure's backoff doubles: {}",
+        broken.not_before_ms - now
+    );
+}

@@ -32,6 +32,18 @@ pub const DEFAULT_RECEIPT_WINDOW: Duration = Duration::from_secs(2);
 /// the send returns `queued`: 2 s.
 pub const DEFAULT_READ_WAIT: Duration = Duration::from_secs(2);
 
+/// How often a receiver takes one more message from a sender that used up its burst: a
+/// receiver keeps a token bucket per sender (30 at once, then 0.5 a second, in 2.1.332).
+pub const RECEIVER_PACE: Duration = Duration::from_secs(2);
+
+/// Whether a failed send's words are a receiver's rate limit ("Too many messages to this
+/// session just now"): the message was not sent, and one more is taken after
+/// [`RECEIVER_PACE`]. A pace, not a fault: nothing to back off from.
+#[must_use]
+pub fn paced_by_receiver(message: &str) -> bool {
+    message.contains("Too many messages to this session just now")
+}
+
 /// A relay that sends through Claude Code's own `SendMessage`.
 ///
 /// It runs the user's `claude` headless (`-p`, stream-json in and out) in a private
