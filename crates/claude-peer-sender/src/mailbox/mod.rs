@@ -35,6 +35,14 @@ use tracker::Tracker;
 
 use crate::ClaudeRelay;
 
+/// How many sends a sender's conversation holds before it is cleared. Each send stays in
+/// it, and every later turn costs more for it (2.1.332: about 230 ms a send at first,
+/// 1 s after 800); `/clear` starts a fresh conversation in the same process, at the same
+/// address, so replies and notices still reach it.
+const SENDS_PER_CONVERSATION: u32 = 25;
+/// How long a `/clear` may take before the send goes on without it.
+const CLEAR_WITHIN: Duration = Duration::from_secs(5);
+
 /// How many receivers' transcripts a mailbox follows at once (a thread each); messages to
 /// others rest on notices and silence.
 const MAX_FOLLOWED: usize = 64;
@@ -163,6 +171,8 @@ pub struct Mailbox<P = OsProcessTable, F = OsRegistryFs> {
     heard_while_sending: Vec<Line>,
     /// Shared with its [`Waker`]s: a wake is on its way.
     wake_pending: Arc<AtomicBool>,
+    /// Sends since the sender's conversation began.
+    conversation_sends: u32,
     closed: bool,
 }
 
@@ -196,6 +206,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
             witnesses: Vec::new(),
             heard_while_sending: Vec::new(),
             wake_pending: Arc::new(AtomicBool::new(false)),
+            conversation_sends: 0,
             closed: false,
         })
     }
@@ -249,6 +260,10 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         if self.closed {
             return Err(Error::Ended);
         }
+        if self.conversation_sends >= SENDS_PER_CONVERSATION {
+            self.clear_conversation();
+        }
+        self.conversation_sends += 1;
         self.follow(session_id);
         let delivered = {
             let (pid, socket) = (self.sender.pid(), self.sender.socket().map(str::to_owned));
@@ -300,6 +315,30 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         // A wake the send's wait took is spent: the caller looks at its inputs now.
         self.wake_pending.store(false, Ordering::Release);
         Ok(Some(delivered))
+    }
+
+    /// Starts the sender's conversation afresh (`/clear`, between sends: no job is in
+    /// it), hearing every line meanwhile. A clear that does not come within
+    /// [`CLEAR_WITHIN`] is tried again a conversation later; the send goes on.
+    fn clear_conversation(&mut self) {
+        self.conversation_sends = 0;
+        if self.sender.prompt("/clear").is_err() {
+            return;
+        }
+        let deadline = Instant::now() + CLEAR_WITHIN;
+        let mut reset = false;
+        while !self.closed {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.sender.lines.recv_timeout(left) {
+                Ok(Line::Printed(Printed::Reset)) => reset = true,
+                Ok(Line::Printed(Printed::Result)) if reset => return,
+                // A wake is for the caller, which looks at its inputs after the send.
+                Ok(Line::Wake) => self.wake_pending.store(false, Ordering::Release),
+                Ok(line) => self.observe(line),
+                Err(RecvTimeoutError::Timeout) => return,
+                Err(RecvTimeoutError::Disconnected) => self.observe(Line::Closed),
+            }
+        }
     }
 
     /// Hears the sender until the awaited message's receipt is decided (or the sender

@@ -32,6 +32,9 @@ pub(crate) enum Printed {
     Queued(Vec<Queued>),
     /// The end of a turn.
     Result,
+    /// The conversation was cleared (`/clear`): a fresh one, in the same process, at the
+    /// same address.
+    Reset,
     /// Anything else.
     Other,
 }
@@ -66,6 +69,7 @@ impl Printed {
             }
             (Some("user"), _) => tool_result(&value).unwrap_or(Self::Other),
             (Some("result"), _) => Self::Result,
+            (Some("conversation_reset"), _) => Self::Reset,
             _ => Self::Other,
         }
     }
@@ -151,6 +155,13 @@ mod tests {
             Printed::Queued(vec![Queued::Other("hello".to_owned())])
         );
         assert_eq!(Printed::parse(b"not json"), Printed::Other);
+    }
+
+    #[test]
+    fn a_cleared_conversation_is_a_reset() {
+        // As 2.1.332 prints it after `/clear` in stream-json input.
+        let line = r#"{"type":"conversation_reset","new_conversation_id":"7248f3f8-8cdb-4190-8ca3-2a34ace2ebd3","uuid":"7248f3f8-8cdb-4190-8ca3-2a34ace2ebd3","trigger":"clear","user_message_uuid":"f9ff5bae-a2cf-4afd-ae51-b851cb7fac57","timestamp":"2026-12-07T15:50:32.425Z","session_id":"bd295a6f-09b0-45ad-829f-70fdc3448b2d"}"#;
+        assert_eq!(Printed::parse(line.as_bytes()), Printed::Reset);
     }
 
     #[test]

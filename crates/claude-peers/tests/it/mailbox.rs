@@ -812,3 +812,63 @@ fn a_request_names_its_session_by_the_name_of_one_live_session() {
     assert_eq!(refused["event"], "refused", "{refused}");
     assert_eq!(refused["refusal"], "not_live", "{refused}");
 }
+
+#[test]
+fn a_senders_conversation_starts_afresh_every_25_sends_at_the_same_address() {
+    let home = Arc::new(tempfile::tempdir().unwrap());
+    crate::receiver::prepare_home(
+        home.path(),
+        &["quiet", "replying"],
+        &json!({"crossSessionInbound": "accept"}),
+    );
+    let quiet = Receiver::start_in(&home, "quiet", &[]);
+    let replying = Receiver::launch(
+        &home,
+        "replying",
+        &crate::receiver::REPLYING_ARGS,
+        &[],
+        crate::receiver::replying_script("a reply after the clear".to_owned()),
+    );
+    let mut mailbox = MailboxProcess::start(quiet.home.path());
+    let sender_session = |mailbox: &MailboxProcess, pid: u32| -> String {
+        let path = mailbox.sender_sessions().join(format!("{pid}.json"));
+        let record: Value = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
+        record["sessionId"].as_str().unwrap().to_owned()
+    };
+    let mut first = None;
+    // 25 sends fill a conversation; the 26th, to the replying session, goes after the
+    // clear.
+    for n in 0..=25 {
+        let to = if n < 25 { &quiet } else { &replying };
+        mailbox.send(
+            &format!("c{n}"),
+            &to.session_id,
+            &format!("count {n}"),
+            false,
+        );
+        let events = mailbox.until(Duration::from_secs(60), |e| {
+            (is(e, "sent") || is(e, "refused")) && e["id"] == format!("c{n}")
+        });
+        assert!(is(events.last().unwrap(), "sent"), "{:?}", events.last());
+        if n == 0 {
+            let pid = mailbox.sender_pid();
+            first = Some((pid, sender_session(&mailbox, pid)));
+        }
+    }
+    let (pid, conversation) = first.unwrap();
+    assert_eq!(mailbox.sender_pid(), pid, "the same sender process");
+    assert_ne!(
+        sender_session(&mailbox, pid),
+        conversation,
+        "its conversation was cleared: a new session id"
+    );
+    let reply = mailbox.until(Duration::from_secs(60), |e| is(e, "message"));
+    let reply = reply.last().unwrap();
+    assert_eq!(reply["text"], "a reply after the clear", "{reply}");
+    assert_eq!(reply["session_id"], replying.session_id.as_str());
+    assert_eq!(
+        quiet.times_read("count 24"),
+        1,
+        "the last of the first 25 was read"
+    );
+}
