@@ -356,7 +356,8 @@ fn a_thousand(home: &Arc<tempfile::TempDir>, runtime: &Path) {
         f64::from(u32::try_from(burst).unwrap()) / secs(started, burst_end),
         times.len() - burst,
         f64::from(u32::try_from(times.len() - burst).unwrap()) / secs(burst_end, last),
-        FLEET.len() as f64 / claude_peer_sender::RECEIVER_PACE.as_secs_f64(),
+        f64::from(u32::try_from(FLEET.len()).unwrap())
+            / claude_peer_sender::RECEIVER_PACE.as_secs_f64(),
     );
     drop(fleet);
 }
