@@ -6,12 +6,13 @@
 //! idle notices of receivers it subscribed to. [`MailboxHandle`] serves one on a thread
 //! of its own, for front ends that wait on other inputs too.
 
+mod conversation;
+mod events;
 mod service;
 mod tracker;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, Sender as Channel};
@@ -25,23 +26,15 @@ use crate::channel::{Heard, Line};
 use crate::decider::Waits;
 use crate::headless::{HeadlessClaude, Idle};
 use crate::relay::{TurnEnd, await_result, await_sent};
-use crate::stream::{Printed, Queued};
 use crate::witness::Witness;
 use claude_peer_deliver::{
     Basis, Confirmation, Courier, Delivered, Outcome, Recipient, Relay, RelayFailure,
 };
+use events::{observe, session_at};
 pub use service::{Job, MailboxHandle, Open, Reply, Wait, Waiting};
 use tracker::Tracker;
 
 use crate::ClaudeRelay;
-
-/// How many sends a sender's conversation holds before it is cleared. Each send stays in
-/// it, and every later turn costs more for it (2.1.332: about 230 ms a send at first,
-/// 1 s after 800); `/clear` starts a fresh conversation in the same process, at the same
-/// address, so replies and notices still reach it.
-const SENDS_PER_CONVERSATION: u32 = 25;
-/// How long a `/clear` may take before the send goes on without it.
-const CLEAR_WITHIN: Duration = Duration::from_secs(5);
 
 /// How many receivers' transcripts a mailbox follows at once (a thread each); messages to
 /// others rest on notices and silence.
@@ -260,7 +253,7 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         if self.closed {
             return Err(Error::Ended);
         }
-        if self.conversation_sends >= SENDS_PER_CONVERSATION {
+        if self.conversation_sends >= conversation::SENDS_PER_CONVERSATION {
             self.clear_conversation();
         }
         self.conversation_sends += 1;
@@ -315,30 +308,6 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         // A wake the send's wait took is spent: the caller looks at its inputs now.
         self.wake_pending.store(false, Ordering::Release);
         Ok(Some(delivered))
-    }
-
-    /// Starts the sender's conversation afresh (`/clear`, between sends: no job is in
-    /// it), hearing every line meanwhile. A clear that does not come within
-    /// [`CLEAR_WITHIN`] is tried again a conversation later; the send goes on.
-    fn clear_conversation(&mut self) {
-        self.conversation_sends = 0;
-        if self.sender.prompt("/clear").is_err() {
-            return;
-        }
-        let deadline = Instant::now() + CLEAR_WITHIN;
-        let mut reset = false;
-        while !self.closed {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.sender.lines.recv_timeout(left) {
-                Ok(Line::Printed(Printed::Reset)) => reset = true,
-                Ok(Line::Printed(Printed::Result)) if reset => return,
-                // A wake is for the caller, which looks at its inputs after the send.
-                Ok(Line::Wake) => self.wake_pending.store(false, Ordering::Release),
-                Ok(line) => self.observe(line),
-                Err(RecvTimeoutError::Timeout) => return,
-                Err(RecvTimeoutError::Disconnected) => self.observe(Line::Closed),
-            }
-        }
     }
 
     /// Hears the sender until the awaited message's receipt is decided (or the sender
@@ -498,75 +467,6 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
                 });
             }
         }
-    }
-}
-
-/// The live session of `home` whose messaging socket is `address` (`uds:<path>`).
-fn session_at<P: ProcessTable, F: RegistryFs>(
-    courier: &Courier<P, F>,
-    home: &ClaudeHome,
-    address: &str,
-) -> Option<String> {
-    let path = address.strip_prefix("uds:").unwrap_or(address);
-    let scan = courier.discovery().live(home).ok()?;
-    scan.entries.into_iter().find_map(|session| {
-        let record = session.record;
-        (record.messaging_socket_path.as_deref().map(Path::new) == Some(Path::new(path)))
-            .then_some(record.session_id)
-    })
-}
-
-/// Turns one stream line into events (receipts, messages, idle notices). Our own send
-/// prompts merged into a blocked prompt are asked again by whoever holds the sender
-/// ([`crate::relay::await_result`], [`Mailbox::next_event`]), not here.
-fn observe(
-    line: Line,
-    tracker: &mut Tracker,
-    ready: &mut VecDeque<MailboxEvent>,
-    session_at: impl Fn(&str) -> Option<String>,
-) {
-    match line {
-        Line::Printed(Printed::Tally(tally)) => {
-            tracker.counted(&tally.recipient, tally.outcome, tally.count);
-        }
-        Line::Printed(Printed::Queued(items)) => {
-            for item in items {
-                match item {
-                    Queued::Notice {
-                        outcome,
-                        recipient,
-                        msg_ids,
-                    } => ready.extend(
-                        tracker
-                            .notice(outcome, &recipient, &msg_ids)
-                            .map(MailboxEvent::Receipt),
-                    ),
-                    Queued::Message {
-                        from,
-                        from_name,
-                        text,
-                    } => {
-                        let session_id = session_at(&from);
-                        ready.push_back(MailboxEvent::Message {
-                            from,
-                            from_name,
-                            session_id,
-                            text,
-                        });
-                    }
-                    Queued::Idle { recipient } => {
-                        let session_id = session_at(&recipient);
-                        ready.push_back(MailboxEvent::Idle {
-                            recipient,
-                            session_id,
-                        });
-                    }
-                    Queued::Other(text) => ready.push_back(MailboxEvent::Notice(text)),
-                    Queued::Ours(_) => {}
-                }
-            }
-        }
-        _ => {}
     }
 }
 
