@@ -2,9 +2,7 @@
 //! over as `send --queue` does, and the `outbox` tool lists and cancels what waits.
 
 use std::ffi::OsString;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,13 +10,8 @@ use claude_peer_endpoint::Reply;
 use serde_json::{Value, json};
 
 use crate::mcp::Mcp;
-use crate::receiver::{Receiver, claude, parsed, prepare_home, wait_for};
-
-fn private() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    dir
-}
+use crate::receiver::{Receiver, claude, prepare_home, wait_for};
+use crate::serve_send::{cli, kill_post_office, private};
 
 /// A server on `home` whose post office keeps its places under `state`.
 fn server(home: &Path, state: &Path) -> Mcp {
@@ -31,30 +24,12 @@ fn server(home: &Path, state: &Path) -> Mcp {
     })
 }
 
-/// `claude-peers --json log` as the same user sees it.
-fn log(home: &Path, state: &Path) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
-        .arg("--json")
-        .arg("--home")
-        .arg(home)
-        .arg("log")
-        .env_remove("XDG_RUNTIME_DIR")
-        .env("XDG_CACHE_HOME", state.join("cache"))
-        .env("XDG_STATE_HOME", state.join("state"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    parsed(&output).1
-}
-
 /// Kills the post office the server started.
 struct Started<'a>(&'a Path);
 
 impl Drop for Started<'_> {
     fn drop(&mut self) {
-        if let Ok(pid) = std::fs::read_to_string(self.0.join("cache/claude-peers/post.lock")) {
-            let _ = Command::new("kill").arg("-9").arg(pid.trim()).status();
-        }
+        kill_post_office(self.0);
     }
 }
 
@@ -177,7 +152,7 @@ fn send_message_with_queue_waits_for_its_receiver_and_outbox_lists_and_cancels()
     });
     assert!(read.is_some(), "read once");
     assert_eq!(receiver.times_read("cancel me"), 0, "cancelled, never sent");
-    let log = log(home.path(), state.path());
+    let (_, log, _) = cli(home.path(), state.path(), &["log"]);
     let delivered = log
         .as_array()
         .unwrap()

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::receiver::{Receiver, claude, parsed, prepare_home, wait_for};
 
 /// `claude-peers --json ARGS` for `home`, its places under `state`.
-fn cli(home: &Path, state: &Path, args: &[&str]) -> (i32, Value, String) {
+pub(crate) fn cli(home: &Path, state: &Path, args: &[&str]) -> (i32, Value, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
         .arg("--json")
         .arg("--home")
@@ -26,7 +26,7 @@ fn cli(home: &Path, state: &Path, args: &[&str]) -> (i32, Value, String) {
     parsed(&output)
 }
 
-fn private() -> tempfile::TempDir {
+pub(crate) fn private() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -170,7 +170,7 @@ fn send_to(home: &Path, state: &Path, claude: &str, target: &str) -> (i32, Value
     )
 }
 
-fn kill_post_office(state: &Path) {
+pub(crate) fn kill_post_office(state: &Path) {
     if let Ok(pid) = std::fs::read_to_string(state.join("cache/claude-peers/post.lock")) {
         let _ = Command::new("kill").arg("-9").arg(pid.trim()).status();
     }
