@@ -137,6 +137,24 @@ pub enum Error {
     /// No message has this id.
     #[error("no message has the id `{0}`")]
     NoSuchMessage(String),
+    /// The search text is not one the full-text index reads.
+    #[error("`{query}` is not a search the log can run: {why}")]
+    Search {
+        /// The search text.
+        query: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A line of a file to import cannot be taken: nothing was imported.
+    #[error("line {line} of {file}: {why}; nothing was imported")]
+    Import {
+        /// The file, as the user named it.
+        file: String,
+        /// The line, from 1.
+        line: u64,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The step does not apply to the message as it stands now.
     #[error("message {id} is {state}: it cannot {step} now")]
     NotNow {
@@ -151,7 +169,7 @@ pub enum Error {
 
 impl Error {
     /// Every stable name an error of this crate has.
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 20] = [
         "no_store_place",
         "store_dir_unsafe",
         "not_a_store",
@@ -170,6 +188,8 @@ impl Error {
         "post_office_not_running",
         "no_such_message",
         "not_now",
+        "bad_search",
+        "bad_import",
     ];
 
     /// A post office's failed answer as an error, under its own name when it is one of
@@ -204,6 +224,8 @@ impl Error {
             Self::NotRunning { .. } => "post_office_not_running",
             Self::NoSuchMessage(_) => "no_such_message",
             Self::NotNow { .. } => "not_now",
+            Self::Search { .. } => "bad_search",
+            Self::Import { .. } => "bad_import",
         }
     }
 }

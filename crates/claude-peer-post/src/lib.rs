@@ -31,6 +31,7 @@
 //!         to: Address::Name("reviewer".to_owned()),
 //!         text: "the build is green".to_owned(),
 //!         expires_at_ms: now + 86_400_000,
+//!         in_reply_to: None,
 //!     },
 //!     now,
 //! )?;
@@ -62,11 +63,14 @@ pub use client::{Client, Done};
 pub use error::Error;
 pub use lock::{LOCK_FILE, Lock};
 pub use message::{
-    Address, AddressKind, Attempt, Change, Message, NewMessage, SenderProcess, State, Step,
+    Address, AddressKind, Attempt, Change, Direction, Inbound, Message, NewMessage, SenderProcess,
+    State, Step,
 };
 pub use office::{FIRST_BACKOFF, LONGEST_BACKOFF, Pass, PostOffice, SentNow, WhenSent, backoff};
 pub use server::{DEFAULT_IDLE_EXIT, SOCKET_FILE, Server, Stopper};
-pub use store::{LogFilter, Posted, Store};
+pub use store::{
+    Imported, MAX_IMPORT_LINE, LogFilter, Logged, MARK_END, MARK_START, Order, Posted, Retention, Store,
+};
 
 /// The longest a message may wait for its receiver: 30 days.
 pub const MAX_EXPIRY: Duration = Duration::from_secs(30 * 86_400);

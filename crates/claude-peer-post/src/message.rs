@@ -97,6 +97,8 @@ pub enum State {
     /// An attempt's outcome cannot be told (the receiver's transcript could not be read):
     /// never sent again by itself, only when asked (`outbox retry`).
     Unknown,
+    /// A message in: another session sent it to one of our senders. Final.
+    Received,
 }
 
 impl State {
@@ -111,6 +113,7 @@ impl State {
             Self::Expired => "expired",
             Self::Cancelled => "cancelled",
             Self::Unknown => "unknown",
+            Self::Received => "received",
         }
     }
 
@@ -121,7 +124,7 @@ impl State {
     }
 
     /// Every state.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Waiting,
         Self::Sending,
         Self::Delivered,
@@ -129,6 +132,7 @@ impl State {
         Self::Expired,
         Self::Cancelled,
         Self::Unknown,
+        Self::Received,
     ];
 
     /// Whether nothing more will be tried for a message in this state (a delivered
@@ -137,7 +141,7 @@ impl State {
     pub const fn is_final(self) -> bool {
         matches!(
             self,
-            Self::Delivered | Self::Refused | Self::Expired | Self::Cancelled
+            Self::Delivered | Self::Refused | Self::Expired | Self::Cancelled | Self::Received
         )
     }
 }
@@ -171,6 +175,8 @@ pub enum Step {
     Deliver {
         /// The receiving session's id.
         session_id: String,
+        /// Its name, when it has one.
+        session_name: Option<String>,
         /// Claude Code's id of the sent message, when known.
         msg_id: Option<String>,
         /// What the receiver did with it, when the relay can tell.
@@ -188,6 +194,9 @@ pub enum Step {
     Unknown(String),
     /// Asked to be tried again after `unknown`: `waiting` once more.
     Retry,
+    /// Something its receiver told later that is no receipt (it finished its turn),
+    /// in words: on a delivered message's timeline.
+    Note(String),
 }
 
 impl Step {
@@ -200,6 +209,7 @@ impl Step {
             (Self::Wait(_), Waiting) | (Self::Fail { .. }, Sending) | (Self::Retry, Unknown) => {
                 Waiting
             }
+            (Self::Note(_), Delivered) => Delivered,
             (Self::Send(_), Waiting) => Sending,
             // A receiver that refuses it on arrival makes it final as refused.
             (Self::Receipt(receipt), Delivered) if matches!(receipt.outcome, Outcome::Refused) => {
@@ -229,6 +239,7 @@ impl Step {
             Self::Cancel => "cancel",
             Self::Unknown(_) => "unknown",
             Self::Retry => "retry",
+            Self::Note(_) => "note",
         }
     }
 }
@@ -285,6 +296,51 @@ pub struct NewMessage {
     pub text: String,
     /// When it expires unless delivered, in ms since the epoch.
     pub expires_at_ms: u64,
+    /// The message it answers, by post id.
+    pub in_reply_to: Option<String>,
+}
+
+/// A message in: what another session sent to one of our senders, as it was heard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inbound {
+    /// The sender name of ours it came to.
+    pub to: String,
+    /// The name the sending session gives itself.
+    pub from_name: Option<String>,
+    /// Its address, `uds:<socket path>`.
+    pub from_address: String,
+    /// The sending session's id, when its address is a live session's of this home.
+    pub session_id: Option<String>,
+    /// The exact text.
+    pub text: String,
+}
+
+/// Which way a message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Sent by one of our senders.
+    Out,
+    /// Sent to one of our senders.
+    In,
+}
+
+impl Direction {
+    /// The stable wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Out => "out",
+            Self::In => "in",
+        }
+    }
+
+    /// The direction whose wire name is `name`, if any.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Out, Self::In]
+            .into_iter()
+            .find(|direction| direction.as_str() == name)
+    }
 }
 
 /// A message as the store holds it.
@@ -294,7 +350,9 @@ pub struct Message {
     pub id: String,
     /// Its place in the order of posting in this store: first in, first out.
     pub seq: u64,
-    /// The sender's name.
+    /// Which way it went.
+    pub direction: Direction,
+    /// The sender's name: ours for a message out, the sending session's for one in.
     pub from: String,
     /// Its idempotency key, if it was given one.
     pub key: Option<String>,
@@ -310,8 +368,15 @@ pub struct Message {
     pub receipt: Option<Receipt>,
     /// Claude Code's id of the sent message, once known.
     pub msg_id: Option<String>,
-    /// The receiving session, once known.
+    /// The other session: the receiving one once known (out), the sending one (in).
     pub session_id: Option<String>,
+    /// That session's name, as last known.
+    pub session_name: Option<String>,
+    /// The message it answers, by post id.
+    pub in_reply_to: Option<String>,
+    /// Whether `in_reply_to` was inferred (the latest message delivered to the replying
+    /// session before its reply) rather than given.
+    pub inferred: bool,
     /// How many attempts began.
     pub attempts: u32,
     /// When it was posted, in ms since the epoch.
@@ -355,7 +420,7 @@ mod tests {
     }
 
     #[test]
-    fn a_final_state_takes_no_step_but_a_delivered_messages_later_receipt() {
+    fn a_final_state_takes_no_step_but_a_delivered_messages_later_receipt_or_note() {
         let receipt = Receipt {
             outcome: claude_peer_deliver::Outcome::Read,
             basis: claude_peer_deliver::Basis::Transcript,
@@ -369,6 +434,7 @@ mod tests {
             },
             Step::Deliver {
                 session_id: "s".into(),
+                session_name: None,
                 msg_id: None,
                 receipt: Some(receipt),
             },
@@ -378,6 +444,7 @@ mod tests {
             Step::Cancel,
             Step::Unknown("u".into()),
             Step::Retry,
+            Step::Note("n".into()),
         ];
         for state in State::ALL.into_iter().filter(|s| s.is_final()) {
             let allowed: Vec<&str> = steps
@@ -386,7 +453,7 @@ mod tests {
                 .map(Step::as_str)
                 .collect();
             let expected: &[&str] = if state == State::Delivered {
-                &["receipt"]
+                &["receipt", "note"]
             } else {
                 &[]
             };

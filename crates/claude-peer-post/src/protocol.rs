@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Address, AddressKind, Change, Error, Message, State};
+use crate::{Address, AddressKind, Change, Error, Message};
 
 /// The longest request line: a message of 64 KiB, escaped as JSON at its worst (six
 /// bytes a byte), and room for the rest.
@@ -28,6 +28,9 @@ pub enum Request {
         text: String,
         /// How long it may wait, in ms.
         expire_ms: u64,
+        /// The post id of the message it answers.
+        #[serde(default)]
+        in_reply_to: Option<String>,
     },
     /// One message's record.
     Get {
@@ -36,22 +39,6 @@ pub enum Request {
     },
     /// Every message not yet final, oldest first: a record a line, then the end.
     Outbox,
-    /// Messages newest first, as [`crate::LogFilter`] picks them: a record a line, then
-    /// the end.
-    Log {
-        /// Only those to this id, name or directory.
-        #[serde(default)]
-        to: Option<String>,
-        /// Only those in this state.
-        #[serde(default)]
-        state: Option<String>,
-        /// Only those posted at or after this time (ms since the epoch).
-        #[serde(default)]
-        since_ms: Option<u64>,
-        /// At most this many.
-        #[serde(default)]
-        limit: Option<u64>,
-    },
     /// Cancel a waiting or unknown message.
     Cancel {
         /// Its post id.
@@ -72,6 +59,9 @@ pub enum Request {
         to: String,
         /// The exact text.
         text: String,
+        /// The post id of the message it answers.
+        #[serde(default)]
+        in_reply_to: Option<String>,
     },
     /// Whether the post office answers: its pid and the Claude home it delivers to.
     Ping,
@@ -170,13 +160,18 @@ impl SentRecord {
     }
 }
 
-/// A message record as every front end shows it, every key always present.
+/// A message record as every front end shows it, every key always present: also the
+/// line `log --export` writes and `log --import` reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     /// The post id.
     pub id: String,
-    /// The sender's name.
+    /// `out` (one of our senders sent it) or `in` (another session sent it to one).
+    pub direction: String,
+    /// The sender's name: ours for a message out, the sending session's for one in.
     pub from: String,
+    /// Its idempotency key.
+    pub key: Option<String>,
     /// The id, name or directory it is for.
     pub to: String,
     /// `session_id`, `name` or `cwd`.
@@ -193,8 +188,15 @@ pub struct Record {
     pub receipt_basis: Option<String>,
     /// Claude Code's id of the sent message.
     pub msg_id: Option<String>,
-    /// The receiving session.
+    /// The other session: the receiving one (out), the sending one (in).
     pub session_id: Option<String>,
+    /// That session's name, as last known.
+    pub session_name: Option<String>,
+    /// The post id of the message it answers.
+    pub in_reply_to: Option<String>,
+    /// Whether `in_reply_to` was inferred (the latest message delivered to the replying
+    /// session before its reply) rather than given.
+    pub inferred: bool,
     /// How many attempts began.
     pub attempts: u32,
     /// When it was posted (ms since the epoch).
@@ -214,6 +216,8 @@ pub struct RecordChange {
     pub at_ms: u64,
     /// The receipt it recorded.
     pub receipt: Option<String>,
+    /// What that receipt rests on.
+    pub receipt_basis: Option<String>,
     /// What happened, in words.
     pub detail: Option<String>,
 }
@@ -222,7 +226,9 @@ impl From<&Message> for Record {
     fn from(message: &Message) -> Self {
         Self {
             id: message.id.clone(),
+            direction: message.direction.as_str().to_owned(),
             from: message.from.clone(),
+            key: message.key.clone(),
             to: message.to.value().to_owned(),
             to_kind: message.to.kind().as_str().to_owned(),
             text: message.text.clone(),
@@ -232,6 +238,9 @@ impl From<&Message> for Record {
             receipt_basis: message.receipt.map(|r| r.basis.as_str().to_owned()),
             msg_id: message.msg_id.clone(),
             session_id: message.session_id.clone(),
+            session_name: message.session_name.clone(),
+            in_reply_to: message.in_reply_to.clone(),
+            inferred: message.inferred,
             attempts: message.attempts,
             created_at_ms: message.created_at_ms,
             expires_at_ms: message.expires_at_ms,
@@ -246,6 +255,7 @@ impl From<&Change> for RecordChange {
             state: change.state.as_str().to_owned(),
             at_ms: change.at_ms,
             receipt: change.receipt.map(|r| r.outcome.as_str().to_owned()),
+            receipt_basis: change.receipt.map(|r| r.basis.as_str().to_owned()),
             detail: change.detail.clone(),
         }
     }
@@ -260,12 +270,4 @@ pub(crate) fn address(kind: &str, value: String) -> Result<Address, Error> {
                 "`{kind}` is no kind of address (session_id, name or cwd)"
             ))
         })
-}
-
-/// The state a `log` request names, or why it names none.
-pub(crate) fn state(name: &str) -> Result<State, Error> {
-    State::from_name(name).ok_or_else(|| {
-        let names: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
-        Error::Invalid(format!("`{name}` is no state ({})", names.join(", ")))
-    })
 }

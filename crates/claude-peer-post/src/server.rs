@@ -17,7 +17,7 @@ use claude_peer_watch::Watcher;
 use crate::lock::Lock;
 use crate::protocol::{self, Answer, MAX_REQUEST_BYTES, Record, Request, SentRecord};
 use crate::{
-    Address, Carrier, Error, Heard, LogFilter, NewMessage, PostOffice, SentNow, Step, Store,
+    Address, Carrier, Error, Heard, NewMessage, PostOffice, SentNow, Step, Store,
 };
 
 /// The socket's file name in the runtime directory.
@@ -300,6 +300,7 @@ fn answer(
             to,
             text,
             expire_ms,
+            in_reply_to,
         } => protocol::address(&to_kind, to)
             .and_then(|to| {
                 let new = NewMessage {
@@ -308,6 +309,7 @@ fn answer(
                     to,
                     text,
                     expires_at_ms: now.saturating_add(expire_ms),
+                    in_reply_to,
                 };
                 ready = true;
                 store.post(&new, now)
@@ -329,26 +331,12 @@ fn answer(
         Request::Outbox => store
             .outbox(|message| stream(reply, &message))
             .map(|()| done(None)),
-        Request::Log {
+        Request::Send {
+            from,
             to,
-            state,
-            since_ms,
-            limit,
-        } => state
-            .as_deref()
-            .map(protocol::state)
-            .transpose()
-            .and_then(|state| {
-                let filter = LogFilter {
-                    to,
-                    state,
-                    since_ms,
-                    limit,
-                };
-                store.log(&filter, |message| stream(reply, &message))
-            })
-            .map(|()| done(None)),
-        Request::Send { from, to, text } => {
+            text,
+            in_reply_to,
+        } => {
             let new = NewMessage {
                 from,
                 key: None,
@@ -356,6 +344,7 @@ fn answer(
                 text,
                 expires_at_ms: now
                     .saturating_add(u64::try_from(SEND_NOW_EXPIRY.as_millis()).unwrap_or(u64::MAX)),
+                in_reply_to,
             };
             match store.post(&new, now) {
                 Ok(posted) => return Asked::SendNow(posted.message.id),

@@ -110,6 +110,7 @@ fn post_to(runtime: &Path, cwd: &Path, text: &str) -> Record {
             to: cwd.to_str().unwrap().to_owned(),
             text: text.to_owned(),
             expire_ms: 3_600_000,
+            in_reply_to: None,
         },
     )
     .unwrap()

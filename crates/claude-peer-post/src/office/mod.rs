@@ -360,6 +360,7 @@ fn attempt(
     let step = match &sent {
         Ok(delivered) => Step::Deliver {
             session_id: delivered.session.record.session_id.clone(),
+            session_name: delivered.session.record.name.clone(),
             msg_id: delivered.msg_id.clone(),
             receipt: delivered.receipt,
         },

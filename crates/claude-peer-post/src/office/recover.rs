@@ -98,6 +98,7 @@ pub(super) fn reconcile(
     Ok(match receipt {
         Some(outcome) => Step::Deliver {
             session_id: attempt.session_id.clone(),
+            session_name: None,
             msg_id,
             receipt: Some(Receipt {
                 outcome,

@@ -1,5 +1,7 @@
 //! The store: one SQLite file per user, every message and every change of it.
 
+mod history;
+mod import;
 mod row;
 mod schema;
 
@@ -9,8 +11,10 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
-use crate::message::{Address, Message, NewMessage, State, Step};
+use crate::message::{Address, Message, NewMessage, Step};
 use crate::{Error, MAX_EXPIRY};
+pub use history::{LogFilter, Logged, MARK_END, MARK_START, Order, Retention};
+pub use import::{Imported, MAX_IMPORT_LINE};
 use row::{MESSAGE_COLUMNS, ms, new_id};
 
 /// How long a write waits for another process's write to end before it fails.
@@ -23,19 +27,6 @@ pub struct Posted {
     pub message: Message,
     /// `false` when its idempotency key named a message posted before, which this is.
     pub fresh: bool,
-}
-
-/// Which messages [`Store::log`] lists, newest first.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LogFilter {
-    /// Only those to this address's id, name or directory.
-    pub to: Option<String>,
-    /// Only those in this state.
-    pub state: Option<State>,
-    /// Only those posted at or after this time, in ms since the epoch.
-    pub since_ms: Option<u64>,
-    /// At most this many.
-    pub limit: Option<u64>,
 }
 
 /// The post office's store, open.
@@ -230,11 +221,11 @@ impl Store {
 
     /// Hands `each` every message not yet final (waiting, sending, unknown), oldest
     /// first, one at a time (memory does not grow with their number), until it breaks.
-    pub fn outbox(&self, each: impl FnMut(Message) -> ControlFlow<()>) -> Result<(), Error> {
+    pub fn outbox(&self, mut each: impl FnMut(Message) -> ControlFlow<()>) -> Result<(), Error> {
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS} FROM message WHERE state IN ('waiting', 'sending', 'unknown') ORDER BY seq"
         );
-        row::each(&self.conn, &sql, &[], each).map_err(failed(&self.path))
+        row::each(&self.conn, &sql, [], |message, _| each(message)).map_err(failed(&self.path))
     }
 
     /// Up to `limit` waiting messages posted after `after_seq`, oldest first: a page of
@@ -245,7 +236,7 @@ impl Store {
         );
         let mut page = Vec::new();
         let limit = ms(u64::try_from(limit).unwrap_or(u64::MAX));
-        row::each(&self.conn, &sql, &[&ms(after_seq), &limit], |message| {
+        row::each(&self.conn, &sql, [ms(after_seq), limit], |message, _| {
             page.push(message);
             ControlFlow::Continue(())
         })
@@ -277,28 +268,6 @@ impl Store {
             )
             .map_err(failed(&self.path))?;
         Ok(at.map(|at| u64::try_from(at).unwrap_or(0)))
-    }
-
-    /// Hands `each` the messages `filter` picks, newest first, one at a time.
-    pub fn log(
-        &self,
-        filter: &LogFilter,
-        each: impl FnMut(Message) -> ControlFlow<()>,
-    ) -> Result<(), Error> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM message
-             WHERE (?1 IS NULL OR address = ?1) AND (?2 IS NULL OR state = ?2)
-               AND (?3 IS NULL OR created_at_ms >= ?3)
-             ORDER BY seq DESC LIMIT ?4"
-        );
-        let limit = filter.limit.map_or(-1, ms);
-        let args: [&dyn rusqlite::ToSql; 4] = [
-            &filter.to,
-            &filter.state.map(State::as_str),
-            &filter.since_ms.map(ms),
-            &limit,
-        ];
-        row::each(&self.conn, &sql, &args, each).map_err(failed(&self.path))
     }
 }
 
@@ -334,8 +303,9 @@ fn step_in(
 fn insert(conn: &Connection, id: &str, new: &NewMessage, now_ms: u64) -> rusqlite::Result<()> {
     let reason = "posted";
     conn.execute(
-        "INSERT INTO message (id, sender, key, to_kind, address, text, state, reason, created_at_ms, expires_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'waiting', ?7, ?8, ?9)",
+        "INSERT INTO message (id, sender, key, to_kind, address, text, state, reason, created_at_ms, expires_at_ms,
+         in_reply_to, session_name)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'waiting', ?7, ?8, ?9, ?10, ?11)",
         params![
             id,
             new.from,
@@ -346,6 +316,9 @@ fn insert(conn: &Connection, id: &str, new: &NewMessage, now_ms: u64) -> rusqlit
             reason,
             ms(now_ms),
             ms(new.expires_at_ms),
+            new.in_reply_to,
+            // Known for a name now, for an id once delivered: what `log --with` finds.
+            matches!(new.to, Address::Name(_)).then(|| new.to.value()),
         ],
     )?;
     conn.execute(
@@ -407,6 +380,7 @@ mod tests {
             to: Address::new(AddressKind::Name, "reviewer".to_owned()),
             text: text.to_owned(),
             expires_at_ms,
+            in_reply_to: None,
         }
     }
 

@@ -8,10 +8,12 @@ use std::ops::ControlFlow;
 use claude_peer_deliver::{Basis, Outcome, Receipt};
 use rusqlite::{Connection, Row, params};
 
-use crate::message::{Address, AddressKind, Attempt, Change, Message, SenderProcess, State, Step};
+use crate::message::{
+    Address, AddressKind, Attempt, Change, Direction, Message, SenderProcess, State, Step,
+};
 
 /// The columns [`message`] reads, in its order.
-pub(super) const MESSAGE_COLUMNS: &str = "seq, id, sender, key, to_kind, address, text, state, reason, outcome, basis, msg_id, session_id, attempts, created_at_ms, expires_at_ms, not_before_ms, attempt_pid, attempt_start, attempt_address, attempt_transcript_len";
+pub(super) const MESSAGE_COLUMNS: &str = "seq, id, sender, key, to_kind, address, text, state, reason, outcome, basis, msg_id, session_id, attempts, created_at_ms, expires_at_ms, not_before_ms, attempt_pid, attempt_start, attempt_address, attempt_transcript_len, direction, session_name, in_reply_to, inferred";
 
 /// A time or count as SQLite keeps it (a signed 64-bit integer).
 pub(super) fn ms(value: u64) -> i64 {
@@ -62,6 +64,7 @@ fn message(row: &Row<'_>) -> rusqlite::Result<Message> {
     Ok(Message {
         id: row.get(1)?,
         seq: unsigned(row.get(0)?),
+        direction: word(row, 21, Direction::from_name)?,
         from: row.get(2)?,
         key: row.get(3)?,
         to: Address::new(word(row, 4, AddressKind::from_name)?, row.get(5)?),
@@ -71,6 +74,9 @@ fn message(row: &Row<'_>) -> rusqlite::Result<Message> {
         receipt: receipt(row, 9, 10)?,
         msg_id: row.get(11)?,
         session_id: row.get(12)?,
+        session_name: row.get(22)?,
+        in_reply_to: row.get(23)?,
+        inferred: row.get(24)?,
         attempts: u32::try_from(row.get::<_, i64>(13)?).unwrap_or(u32::MAX),
         created_at_ms: unsigned(row.get(14)?),
         expires_at_ms: unsigned(row.get(15)?),
@@ -133,20 +139,26 @@ pub(super) fn load(conn: &Connection, id: &str) -> rusqlite::Result<Option<Messa
     Ok(Some(message))
 }
 
-/// Runs `sql` (selecting [`MESSAGE_COLUMNS`]) and hands each message, with its
-/// timeline, to `each` as it is read, until it breaks.
-pub(super) fn each(
+/// How many columns [`MESSAGE_COLUMNS`] names.
+const COLUMNS: usize = 25;
+
+/// Runs `sql` (selecting [`MESSAGE_COLUMNS`], then perhaps the text as a search marked
+/// it) and hands each message, with its timeline, to `each` as it is read, until it
+/// breaks.
+pub(super) fn each<P: rusqlite::Params>(
     conn: &Connection,
     sql: &str,
-    args: &[&dyn rusqlite::ToSql],
-    mut each: impl FnMut(Message) -> ControlFlow<()>,
+    args: P,
+    mut each: impl FnMut(Message, Option<String>) -> ControlFlow<()>,
 ) -> rusqlite::Result<()> {
-    let mut statement = conn.prepare(sql)?;
+    let mut statement = conn.prepare_cached(sql)?;
+    let marked = statement.column_count() > COLUMNS;
     let mut rows = statement.query(args)?;
     while let Some(row) = rows.next()? {
         let mut message = message(row)?;
         message.timeline = timeline(conn, message.seq)?;
-        if each(message).is_break() {
+        let marked = if marked { row.get(COLUMNS)? } else { None };
+        if each(message, marked).is_break() {
             break;
         }
     }
@@ -189,6 +201,7 @@ pub(super) fn apply(
             )),
         ),
         Step::Deliver { session_id, .. } => (None, Some(format!("to session {session_id}"))),
+        Step::Note(what) => (None, Some(what.clone())),
         Step::Receipt(receipt) if receipt.outcome == Outcome::Refused => {
             let why = "its receiver refused it on arrival".to_owned();
             (Some(why.clone()), Some(why))
@@ -218,11 +231,16 @@ pub(super) fn apply(
             params![id, state, outcome, basis, reason],
         )?,
         Step::Deliver {
-            session_id, msg_id, ..
+            session_id,
+            session_name,
+            msg_id,
+            ..
         } => conn.execute(
-            "UPDATE message SET state = ?2, reason = NULL, outcome = ?3, basis = ?4, session_id = ?5, msg_id = ?6 WHERE id = ?1",
-            params![id, state, outcome, basis, session_id, msg_id],
+            "UPDATE message SET state = ?2, reason = NULL, outcome = ?3, basis = ?4, session_id = ?5, msg_id = ?6,
+             session_name = coalesce(?7, session_name) WHERE id = ?1",
+            params![id, state, outcome, basis, session_id, msg_id, session_name],
         )?,
+        Step::Note(_) => 0,
         Step::Fail { retry_at_ms, .. } => conn.execute(
             "UPDATE message SET state = ?2, reason = ?3, not_before_ms = ?4 WHERE id = ?1",
             params![id, state, reason, ms(*retry_at_ms)],

@@ -17,7 +17,7 @@ const APPLICATION_ID: i64 = 0x6370_7374;
 
 /// Each schema version's migration from the one before; the store's `user_version` is
 /// how many have run. Append only: a released migration is never changed.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     r"
 CREATE TABLE message (
     seq INTEGER PRIMARY KEY,
@@ -56,6 +56,30 @@ ALTER TABLE message ADD COLUMN attempt_start TEXT;
 ALTER TABLE message ADD COLUMN attempt_address TEXT;
 ALTER TABLE message ADD COLUMN attempt_transcript_len INTEGER;
 CREATE INDEX message_msg_id ON message (msg_id) WHERE msg_id IS NOT NULL;
+",
+    // History: messages in as well as out, what each answers, the other session's name,
+    // and the full-text index of every text (the texts themselves are not copied).
+    r"
+ALTER TABLE message ADD COLUMN direction TEXT NOT NULL DEFAULT 'out';
+ALTER TABLE message ADD COLUMN session_name TEXT;
+ALTER TABLE message ADD COLUMN in_reply_to TEXT;
+ALTER TABLE message ADD COLUMN inferred INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX message_session ON message (session_id) WHERE session_id IS NOT NULL;
+CREATE INDEX message_session_name ON message (session_name) WHERE session_name IS NOT NULL;
+CREATE INDEX message_address ON message (address);
+CREATE INDEX message_in_reply_to ON message (in_reply_to) WHERE in_reply_to IS NOT NULL;
+CREATE INDEX message_created ON message (created_at_ms);
+CREATE VIRTUAL TABLE message_text USING fts5 (text, content = 'message', content_rowid = 'seq');
+INSERT INTO message_text (message_text) VALUES ('rebuild');
+CREATE TRIGGER message_text_insert AFTER INSERT ON message BEGIN
+    INSERT INTO message_text (rowid, text) VALUES (new.seq, new.text);
+END;
+CREATE TRIGGER message_text_delete AFTER DELETE ON message BEGIN
+    INSERT INTO message_text (message_text, rowid, text) VALUES ('delete', old.seq, old.text);
+END;
+CREATE TRIGGER message_text_fixed BEFORE UPDATE OF text ON message BEGIN
+    SELECT RAISE (ABORT, 'a message text never changes');
+END;
 ",
 ];
 

@@ -48,6 +48,7 @@ fn a_hundred_thousand_waiting_messages_are_streamed_not_held() {
                 to: claude_peer_post::Address::Name("nobody-0".to_owned()),
                 text: "x".repeat(TEXT_BYTES),
                 expires_at_ms: now + 3_600_000,
+                in_reply_to: None,
             },
             now,
         )

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod bounded;
+mod history;
 mod office;
 mod open;
 mod server;
@@ -22,5 +23,6 @@ pub(crate) fn message(to: &str, text: &str) -> NewMessage {
         to: Address::Name(to.to_owned()),
         text: text.to_owned(),
         expires_at_ms: NOW + DAY,
+        in_reply_to: None,
     }
 }

@@ -101,6 +101,7 @@ fn post(office: &mut PostOffice<Relays<CommandRelay>>, to: Address, text: &str) 
         to,
         text: text.to_owned(),
         expires_at_ms: now_ms() + 60_000,
+        in_reply_to: None,
     };
     office.store().post(&new, now_ms()).unwrap().message.id
 }
@@ -264,6 +265,7 @@ fn an_expired_message_is_not_delivered_when_its_session_starts_later() {
         to: name("late"),
         text: "too late".to_owned(),
         expires_at_ms: now_ms() + 300,
+        in_reply_to: None,
     };
     let id = office.store().post(&new, now_ms()).unwrap().message.id;
     std::thread::sleep(Duration::from_millis(400));
@@ -307,6 +309,7 @@ fn each_message_goes_through_a_relay_for_its_own_sender_name() {
             to: name("reviewer"),
             text: format!("from {sender}"),
             expires_at_ms: now_ms() + 60_000,
+            in_reply_to: None,
         };
         office.store().post(&new, now_ms()).unwrap();
     }

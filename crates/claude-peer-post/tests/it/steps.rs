@@ -73,6 +73,7 @@ fn a_delivered_message_has_its_session_msg_id_receipt_and_every_change_in_its_ti
         .unwrap();
     let deliver = Step::Deliver {
         session_id: "cb09cfd6".into(),
+        session_name: Some("reviewer".into()),
         msg_id: Some("msg_1".into()),
         receipt: Some(QUEUED),
     };
@@ -249,7 +250,7 @@ fn the_outbox_lists_open_messages_oldest_first_and_the_log_filters_newest_first(
         let mut texts = Vec::new();
         store
             .log(&filter, |m| {
-                texts.push(m.text);
+                texts.push(m.message.text);
                 ControlFlow::Continue(())
             })
             .unwrap();
@@ -321,6 +322,7 @@ fn any_step() -> impl Strategy<Value = Step> {
         Just(Step::Send(Attempt::to("s"))),
         prop::option::of(receipt.clone()).prop_map(|receipt| Step::Deliver {
             session_id: "s".into(),
+            session_name: None,
             msg_id: None,
             receipt
         }),
@@ -334,6 +336,7 @@ fn any_step() -> impl Strategy<Value = Step> {
         Just(Step::Cancel),
         Just(Step::Unknown("cannot tell".into())),
         Just(Step::Retry),
+        Just(Step::Note("idle".into())),
     ]
 }
 
@@ -385,6 +388,7 @@ proptest! {
                 Step::Expire => reason = Some("not delivered before its expiry".into()),
                 Step::Retry => reason = Some("asked to retry".into()),
                 Step::Cancel => reason = None,
+                Step::Note(_) => {}
             }
             state = next;
             prop_assert_eq!(message.state, state);

@@ -61,6 +61,7 @@ pub(crate) fn post_all(
             to,
             text: order.text.clone(),
             expire_ms,
+            in_reply_to: None,
         };
         let answer = client
             .request(&request, |_| {})

@@ -216,6 +216,7 @@ pub(crate) fn record_sent(
                 Step::Send(Attempt::to(session_id.clone())),
                 Step::Deliver {
                     session_id: session_id.clone(),
+                    session_name: delivered.session.record.name.clone(),
                     msg_id: delivered.msg_id.clone(),
                     receipt: delivered.receipt,
                 },
@@ -242,6 +243,7 @@ pub(crate) fn record_sent(
         text: message.to_owned(),
         expires_at_ms: now.saturating_add(
             u64::try_from(claude_peer_post::DEFAULT_EXPIRY.as_millis()).unwrap_or(u64::MAX),
+        in_reply_to: None,
         ),
     };
     let mut store = Store::open(&default_store_path()?)?;

@@ -107,6 +107,7 @@ fn a_message_posted_to_a_directory_before_its_session_starts_is_read_there_once(
             to: cwd.clone(),
             text: text.to_owned(),
             expire_ms: 300_000,
+            in_reply_to: None,
         })
         .unwrap();
     assert_eq!(posted.state, "waiting");
@@ -148,6 +149,7 @@ fn a_message_posted_to_a_directory_before_its_session_starts_is_read_there_once(
             to: cwd,
             text: text.to_owned(),
             expire_ms: 300_000,
+            in_reply_to: None,
         })
         .unwrap();
     assert_eq!(
@@ -421,6 +423,7 @@ fn a_post_office_killed_at_twenty_moments_loses_nothing_and_delivers_nothing_twi
                     to,
                     text: text(i),
                     expire_ms: 3_600_000,
+                    in_reply_to: None,
                 })
                 .unwrap();
             (posted.id, i)
