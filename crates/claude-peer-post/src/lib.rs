@@ -66,7 +66,9 @@ pub use message::{
     Address, AddressKind, Attempt, Change, Direction, Inbound, Message, NewMessage, SenderProcess,
     State, Step,
 };
-pub use office::{FIRST_BACKOFF, LONGEST_BACKOFF, Pass, PostOffice, SentNow, WhenSent, backoff};
+pub use office::{
+    FIRST_BACKOFF, LONGEST_BACKOFF, Pass, PostOffice, SentNow, WhenSent, backoff, record_heard,
+};
 pub use server::{DEFAULT_IDLE_EXIT, SOCKET_FILE, Server, Stopper};
 pub use store::{
     Imported, MAX_IMPORT_LINE, LogFilter, Logged, MARK_END, MARK_START, Order, Posted, Retention, Store,

@@ -201,8 +201,13 @@ enum Wake {
 fn deliver<C: Carrier>(mut office: PostOffice<C>, wakes: &Receiver<Wake>) -> Result<(), Error> {
     let mut due = Some(Instant::now());
     let mut tidy = None;
+    let mut prune = Instant::now();
     loop {
-        let next = [due, tidy].into_iter().flatten().min();
+        if prune <= Instant::now() {
+            office.prune()?;
+            prune = Instant::now() + PRUNE_EVERY;
+        }
+        let next = [due, tidy, Some(prune)].into_iter().flatten().min();
         let wait = next.map_or(Duration::from_secs(3600), |at| {
             at.saturating_duration_since(Instant::now())
         });
@@ -252,6 +257,9 @@ fn next_due<C: Carrier>(office: &mut PostOffice<C>) -> Result<Option<Instant>, E
         .next_due_ms(now)?
         .map(|at| Instant::now() + Duration::from_millis(at.saturating_sub(now))))
 }
+
+/// How often the history is pruned to its retention (and once at the start).
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 /// How long a message of `send` may take to go before it expires unsent.
 const SEND_NOW_EXPIRY: Duration = Duration::from_secs(600);

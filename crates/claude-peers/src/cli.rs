@@ -115,8 +115,18 @@ pub(crate) enum Command {
     /// unknown ones; outbox retry ID… tries unknown ones again. A post office is started
     /// when none runs.
     Outbox(cmd::outbox::Args),
-    /// Every message sent through the post office, newest first, with its timeline
+    /// The history: every message out and in, newest first, with its timeline
+    ///
+    /// Read from the store (no post office needed). --with TARGET is the conversation
+    /// with one session, --search TEXT a full-text search, --thread ID a message and
+    /// its replies; --in / --out pick a direction. --export writes the records as JSON
+    /// lines, --import FILE reads them back (all, or at a bad line none).
     Log(cmd::log::Args),
+    /// Answer a message that came in (log --in lists them), linked to it
+    ///
+    /// To the session it came from while that lives (as send sends); else queued in the
+    /// post office for whichever session holds its name.
+    Reply(cmd::reply::Args),
     /// Serve the sessions as MCP tools on stdin and stdout, for any MCP client
     ///
     /// Tools: list_sessions, show_session, whoami, inbound_policy (read-only),

@@ -12,6 +12,8 @@ use crate::ops;
 pub(crate) enum Exit {
     Success = 0,
     Error = 1,
+    /// A value the command cannot take, found past its parser (a search it cannot run).
+    Usage = 2,
     Refusal = 3,
     Conflict = 4,
     /// Stopped by SIGINT.
@@ -74,6 +76,7 @@ impl From<&ops::Error> for Failure {
         let exit = match err {
             ops::Error::Settings(claude_peer_settings::Error::Conflict { .. }) => Exit::Conflict,
             ops::Error::NotInASession(_) => Exit::Refusal,
+            ops::Error::Post(claude_peer_post::Error::Search { .. }) => Exit::Usage,
             _ => Exit::Error,
         };
         Self {

@@ -70,7 +70,8 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
         Command::Send(args) => cmd::send::exec(ctx, args, out),
         Command::Serve(args) => cmd::serve::exec(ctx, args, out),
         Command::Outbox(args) => cmd::outbox::exec(&ctx, args, out),
-        Command::Log(args) => cmd::log::exec(&ctx, args, out),
+        Command::Log(args) => cmd::log::exec(args, out),
+        Command::Reply(args) => cmd::reply::exec(ctx, args, out),
         Command::Mailbox {
             sender,
             timeout,

@@ -12,7 +12,9 @@ use claude_peer_resolve::{Roster, Scope};
 use claude_peer_sender::{MailboxEvent, Wait};
 
 use crate::carrier::{Carried, Carrier, Heard, Hearer};
-use crate::{Address, Attempt, Error, Message, SenderProcess, State, Step, Store};
+use crate::{
+    Address, Attempt, Error, Inbound, Message, Retention, SenderProcess, State, Step, Store,
+};
 
 mod recover;
 
@@ -47,6 +49,8 @@ pub struct PostOffice<C, P = OsProcessTable, F = OsRegistryFs> {
     carrier: C,
     /// Messages to send at once, ahead of the queue, and whom to tell what became of them.
     now: Vec<(String, WhenSent)>,
+    /// How much history to keep.
+    retention: Retention,
 }
 
 /// Told what became of a message sent at once: see [`PostOffice::send_now`].
@@ -94,7 +98,15 @@ impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
             home,
             carrier,
             now: Vec::new(),
+            retention: Retention::DEFAULT,
         }
+    }
+
+    /// Keeps the history within `retention` [default: [`Retention::DEFAULT`]].
+    #[must_use]
+    pub const fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// Sends the waiting message `id` at the next [`PostOffice::pass`], before the
@@ -145,26 +157,16 @@ impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
         Ok(settled)
     }
 
-    /// Records what a sender heard: a later receipt of a message it delivered.
-    /// Receipts of messages the store does not hold (sent by others) are passed over.
+    /// Records what a sender heard: a later receipt of a message it delivered, a message
+    /// to it (a reply), a receiver's idle notice. Receipts of messages the store does
+    /// not hold (sent by others) are passed over.
     pub fn hear(&mut self, heard: &Heard) -> Result<(), Error> {
-        let MailboxEvent::Receipt(receipt) = &heard.event else {
-            return Ok(());
-        };
-        let step = Step::Receipt(Receipt {
-            outcome: receipt.outcome,
-            basis: receipt.basis,
-        });
-        for msg_id in &receipt.msg_ids {
-            let Some(message) = self.store.by_msg_id(msg_id)? else {
-                continue;
-            };
-            match self.store.step(&message.id, &step, now_ms()) {
-                Ok(_) | Err(Error::NotNow { .. }) => {}
-                Err(err) => return Err(err),
-            }
-        }
-        Ok(())
+        record_heard(&mut self.store, &heard.from, &heard.event).map(drop)
+    }
+
+    /// Prunes the history beyond its retention: how many messages.
+    pub fn prune(&mut self) -> Result<u64, Error> {
+        self.store.prune(&self.retention, now_ms())
     }
 
     /// Stops the senders without work, keeping those whose messages still await their
@@ -188,6 +190,7 @@ impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
             home,
             carrier,
             now,
+            ..
         } = self;
         if !now.is_empty() {
             let roster = courier
@@ -241,6 +244,61 @@ impl<C: Carrier, P: ProcessTable, F: RegistryFs> PostOffice<C, P, F> {
         }
         Ok(pass)
     }
+}
+
+/// Records in `store` what the sender named `from` heard (see [`PostOffice::hear`]):
+/// the message in as recorded, for a message to it.
+pub fn record_heard(
+    store: &mut Store,
+    from: &str,
+    event: &MailboxEvent,
+) -> Result<Option<Message>, Error> {
+    let receipt = match event {
+        MailboxEvent::Receipt(receipt) => receipt,
+        MailboxEvent::Message {
+            from: address,
+            from_name,
+            session_id,
+            text,
+        } => {
+            let inbound = Inbound {
+                to: from.to_owned(),
+                from_name: from_name.clone(),
+                from_address: address.clone(),
+                session_id: session_id.clone(),
+                text: text.clone(),
+            };
+            return store.receive(&inbound, now_ms()).map(Some);
+        }
+        MailboxEvent::Idle {
+            session_id: Some(session_id),
+            ..
+        } => {
+            if let Some(id) = store.latest_delivered(from, session_id)? {
+                let note = Step::Note("its receiver finished its turn (idle)".to_owned());
+                match store.step(&id, &note, now_ms()) {
+                    Ok(_) | Err(Error::NotNow { .. }) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+            return Ok(None);
+        }
+        _ => return Ok(None),
+    };
+    let step = Step::Receipt(Receipt {
+        outcome: receipt.outcome,
+        basis: receipt.basis,
+    });
+    for msg_id in &receipt.msg_ids {
+        let Some(message) = store.by_msg_id(msg_id)? else {
+            continue;
+        };
+        match store.step(&message.id, &step, now_ms()) {
+            Ok(_) | Err(Error::NotNow { .. }) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(None)
 }
 
 /// The session id `message`'s address names in `roster`, by the one target rule (an id or

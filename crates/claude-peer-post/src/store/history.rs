@@ -72,13 +72,17 @@ pub struct Retention {
     pub max_age: Duration,
 }
 
-impl Default for Retention {
+impl Retention {
     /// 1,000,000 messages, 90 days.
+    pub const DEFAULT: Self = Self {
+        max_messages: 1_000_000,
+        max_age: Duration::from_secs(90 * 86_400),
+    };
+}
+
+impl Default for Retention {
     fn default() -> Self {
-        Self {
-            max_messages: 1_000_000,
-            max_age: Duration::from_secs(90 * 86_400),
-        }
+        Self::DEFAULT
     }
 }
 
@@ -100,16 +104,8 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sqlite)?;
-        let answers: Option<String> = match &inbound.session_id {
-            Some(session_id) => tx
-                .query_row(
-                    "SELECT id FROM message WHERE session_id = ?1 AND direction = 'out'
-                     AND sender = ?2 AND state = 'delivered' ORDER BY seq DESC LIMIT 1",
-                    params![session_id, inbound.to],
-                    |row| row.get(0),
-                )
-                .optional()
-                .map_err(sqlite)?,
+        let answers = match &inbound.session_id {
+            Some(session_id) => latest_delivered(&tx, &inbound.to, session_id).map_err(sqlite)?,
             None => None,
         };
         let id = new_id().map_err(|source| Error::Io {
@@ -147,6 +143,12 @@ impl Store {
         let message = row::load(&tx, &id).map_err(sqlite)?;
         tx.commit().map_err(sqlite)?;
         message.ok_or(Error::NoSuchMessage(id))
+    }
+
+    /// The post id of the latest message `from` delivered to `session_id`: what a reply
+    /// or an idle notice from that session is about.
+    pub fn latest_delivered(&self, from: &str, session_id: &str) -> Result<Option<String>, Error> {
+        latest_delivered(&self.conn, from, session_id).map_err(failed(&self.path))
     }
 
     /// Hands `each` the messages `filter` picks, in its order, one at a time (memory does
@@ -220,6 +222,19 @@ impl Store {
     pub(super) fn conn(&mut self) -> &mut Connection {
         &mut self.conn
     }
+}
+
+fn latest_delivered(
+    conn: &Connection,
+    from: &str,
+    session_id: &str,
+) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached(
+        "SELECT id FROM message WHERE session_id = ?1 AND direction = 'out'
+         AND sender = ?2 AND state = 'delivered' ORDER BY seq DESC LIMIT 1",
+    )?
+    .query_row(params![session_id, from], |row| row.get(0))
+    .optional()
 }
 
 /// The log's query for `filter` and its arguments.

@@ -1,14 +1,21 @@
-//! `log`: every message sent through the post office, newest first, with its timeline.
+//! `log`: the history, every message out and in, read from the store (no post office
+//! needed): newest first with timelines, a conversation, a search, a thread; and
+//! `--export` / `--import` of it as JSON lines.
 // Doc comments here are the --help text people read, not rustdoc: no Markdown backticks.
 #![allow(clippy::doc_markdown)]
 
-use claude_peer_post::protocol::Request;
+use std::io::{self, Write};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
 
-use crate::args::{ClaudeArg, Span, since};
-use crate::cmd::outbox::{Printer, Timeline};
+use claude_peer_post::protocol::Record;
+use claude_peer_post::{Direction, LogFilter, Order, State, Store, default_store_path};
+use serde::Serialize;
+
+use crate::args::{Span, since};
+use crate::cmd::outbox::{Printer, Style};
 use crate::error::{Exit, Failure};
-use crate::ops::post::{self, Start};
-use crate::ops::{self, Context};
+use crate::ops;
 use crate::output::Output;
 use crate::table::now_ms;
 
@@ -17,39 +24,147 @@ pub(crate) struct Args {
     /// Only messages to this session id, name or directory
     #[arg(long, value_name = "TARGET")]
     to: Option<String>,
+    /// The conversation with one session (its id or name), both ways, oldest first
+    #[arg(long, value_name = "TARGET")]
+    with: Option<String>,
+    /// Full-text search of the texts, newest first, matches marked: words, "a phrase",
+    /// word*, AND, OR, NOT, ( )
+    #[arg(long, value_name = "TEXT")]
+    search: Option<String>,
+    /// A message and everything that answered it, transitively, oldest first
+    #[arg(long, value_name = "ID")]
+    thread: Option<String>,
+    /// Only messages in (replies and others to our senders)
+    #[arg(long = "in", conflicts_with = "outgoing")]
+    incoming: bool,
+    /// Only messages out
+    #[arg(long = "out")]
+    outgoing: bool,
     /// Only messages posted within this long: 90s, 10m, 2h, 3d
     #[arg(long, value_name = "DURATION", value_parser = since)]
     since: Option<Span>,
-    /// Only messages in this state (waiting, sending, delivered, refused, expired,
-    /// cancelled, unknown)
-    #[arg(long, value_name = "STATE")]
-    state: Option<String>,
-    /// At most this many
+    /// Only messages in this state
+    #[arg(long, value_name = "STATE", value_parser = state)]
+    state: Option<State>,
+    /// At most this many (the newest)
     #[arg(long, value_name = "N")]
     limit: Option<u64>,
-    #[command(flatten)]
-    claude: ClaudeArg,
+    /// Write the records picked (every one without filters) as JSON lines, oldest first
+    #[arg(long, conflicts_with_all = ["search", "import"])]
+    export: bool,
+    /// Read records written by --export from FILE (- for stdin), skipping those the
+    /// store has: all or, at a bad line, none
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["to", "with", "search", "thread", "incoming", "outgoing", "since", "state", "limit"])]
+    import: Option<PathBuf>,
+    /// The store [default: $XDG_STATE_HOME/claude-peers/post.db]
+    #[arg(long, value_name = "FILE")]
+    store: Option<PathBuf>,
 }
 
-pub(crate) fn exec(ctx: &Context, args: Args, out: &Output) -> Result<Exit, Failure> {
-    let start = Start {
-        claude: args.claude.path,
+fn state(name: &str) -> Result<State, String> {
+    State::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = State::ALL.iter().map(|s| s.as_str()).collect();
+        format!("`{name}` is no state ({})", names.join(", "))
+    })
+}
+
+pub(crate) fn exec(args: Args, out: &Output) -> Result<Exit, Failure> {
+    let path = match &args.store {
+        Some(path) => ops::absolute(path.clone()),
+        None => default_store_path().map_err(ops::Error::from)?,
     };
-    let mut client = post::connect(ctx, Some(&start))?;
-    let since_ms = args.since.map(|span| {
-        let back = u64::try_from(span.0.as_millis()).unwrap_or(u64::MAX);
-        now_ms().saturating_sub(back)
-    });
-    let request = Request::Log {
+    let mut store = Store::open(&path).map_err(ops::Error::from)?;
+    if let Some(file) = &args.import {
+        return import(&mut store, file, out);
+    }
+    let chat = args.with.is_some() || args.thread.is_some();
+    let filter = LogFilter {
         to: args.to,
+        with: args.with,
+        search: args.search,
+        thread: args.thread,
+        direction: match (args.incoming, args.outgoing) {
+            (true, _) => Some(Direction::In),
+            (_, true) => Some(Direction::Out),
+            _ => None,
+        },
         state: args.state,
-        since_ms,
+        since_ms: args.since.map(|span| {
+            let back = u64::try_from(span.0.as_millis()).unwrap_or(u64::MAX);
+            now_ms().saturating_sub(back)
+        }),
         limit: args.limit,
+        order: if chat || args.export {
+            Order::OldestFirst
+        } else {
+            Order::NewestFirst
+        },
     };
-    let mut printer = Printer::new(out, Timeline::Shown);
-    client
-        .request(&request, |record| printer.print(&record))
+    if args.export {
+        return export(&store, &filter);
+    }
+    let mut printer = Printer::new(out, if chat { Style::Chat } else { Style::Log });
+    store
+        .log(&filter, |logged| {
+            printer.print(&Record::from(&logged.message), logged.marked.as_deref());
+            ControlFlow::Continue(())
+        })
         .map_err(ops::Error::from)?;
     printer.end()?;
+    Ok(Exit::Success)
+}
+
+/// `--export`: a record a line, as `--json` shows each.
+fn export(store: &Store, filter: &LogFilter) -> Result<Exit, Failure> {
+    let mut stdout = io::BufWriter::new(io::stdout().lock());
+    let mut written = Ok(());
+    store
+        .log(filter, |logged| {
+            written = serde_json::to_writer(&mut stdout, &Record::from(&logged.message))
+                .map_err(io::Error::from)
+                .and_then(|()| stdout.write_all(b"\n"));
+            if written.is_ok() {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
+            }
+        })
+        .map_err(ops::Error::from)?;
+    written?;
+    stdout.flush()?;
+    Ok(Exit::Success)
+}
+
+#[derive(Debug, Serialize)]
+struct ImportedJson {
+    imported: u64,
+    skipped: u64,
+}
+
+/// `--import FILE`: every line checked, then all stored in one transaction.
+fn import(store: &mut Store, file: &PathBuf, out: &Output) -> Result<Exit, Failure> {
+    let done = if file.as_os_str() == "-" {
+        store.import("stdin", io::stdin().lock())
+    } else {
+        let opened = std::fs::File::open(file).map_err(|err| {
+            Failure::error(
+                "import_unreadable",
+                format!("cannot read `{}`: {err}", file.display()),
+            )
+        })?;
+        store.import(&format!("`{}`", file.display()), opened)
+    };
+    let done = done.map_err(ops::Error::from)?;
+    if out.is_json() {
+        out.json(&ImportedJson {
+            imported: done.imported,
+            skipped: done.skipped,
+        })?;
+    } else {
+        out.text(&format!(
+            "{} imported, {} already in the store.\n",
+            done.imported, done.skipped
+        ))?;
+    }
     Ok(Exit::Success)
 }

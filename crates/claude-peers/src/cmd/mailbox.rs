@@ -15,7 +15,7 @@ use claude_peer_deliver::{Delivered, Refusal};
 use claude_peer_guard::protocol::MAX_ESCAPED_MESSAGE_BYTES;
 use claude_peer_post::DEFAULT_EXPIRY;
 use claude_peer_probe::stream::{self, Line};
-use claude_peer_sender::{Idle, Job, MailboxEvent, MailboxHandle, Reply, Waiting};
+use claude_peer_sender::{Idle, MailboxEvent, MailboxHandle, Reply, Waiting};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -23,6 +23,7 @@ use crate::cmd::queue;
 use crate::error::{Exit, Failure};
 use crate::json::{MailboxEventJson, SessionJson};
 use crate::ops::broadcast::{SendOrder, Targets};
+use crate::ops::history::Journal;
 use crate::ops::{Context, send, sessions};
 use crate::signals;
 
@@ -112,19 +113,20 @@ pub(crate) fn run(
         from: from.clone(),
         claude: claude.clone(),
     };
+    let journal = Journal::open(&from)?;
     let relay = send::claude(claude, from, timeout)?;
     let mailbox = send::mailboxes(ctx, &relay)()?;
     state.sender.store(mailbox.pid(), Ordering::Release);
     let events = {
         let (state, to_main) = (Arc::clone(&state), to_main.clone());
-        move |event: MailboxEvent| {
-            let written = emit(&MailboxEventJson::from(&event));
+        Arc::clone(&journal).events(move |event: MailboxEvent, logged| {
+            let written = emit(&MailboxEventJson::heard(&event, logged.as_ref()));
             if matches!(event, MailboxEvent::Closed { .. }) {
                 state.ended.store(true, Ordering::Release);
                 wake(&to_main);
             }
             state.heard(&written, &to_main);
-        }
+        })
     };
     let handle = MailboxHandle::spawn(Some(mailbox), None, events).map_err(|err| {
         Failure::error("mailbox_failed", format!("cannot start the mailbox: {err}"))
@@ -143,7 +145,7 @@ pub(crate) fn run(
         }
         match inputs.recv() {
             Ok(MainInput::Request(line)) => {
-                let answered = answer(&handle, ctx, &queue_as, line, &state, &to_main);
+                let answered = answer(&handle, &journal, ctx, &queue_as, line, &state, &to_main);
                 state.heard(&answered, &to_main);
             }
             Ok(MainInput::Wake) => {}
@@ -253,6 +255,7 @@ fn request_id(line: &str) -> Option<String> {
 /// Targets not sent to yet when a signal came are `cancelled`.
 fn answer(
     handle: &MailboxHandle,
+    journal: &Arc<Journal>,
     ctx: &Context,
     queue_as: &QueueAs,
     line: Result<String, BadLine>,
@@ -292,6 +295,7 @@ fn answer(
     }
     let sends = Sends {
         handle,
+        journal,
         state,
         to_main,
     };
@@ -342,6 +346,7 @@ fn queued(ctx: &Context, queue_as: &QueueAs, id: Option<&str>, send: &Send) -> i
         text: send.message.clone(),
         expire: send.expire_s.map_or(DEFAULT_EXPIRY, Duration::from_secs),
         key: send.id.clone(),
+        in_reply_to: None,
     };
     let results = match queue::post_all(ctx, &order, queue_as.claude.clone()) {
         Ok(results) => results,
@@ -381,6 +386,7 @@ fn queued(ctx: &Context, queue_as: &QueueAs, id: Option<&str>, send: &Send) -> i
 /// Sends through the mailbox service, as the main thread makes them: one at a time.
 struct Sends<'a> {
     handle: &'a MailboxHandle,
+    journal: &'a Arc<Journal>,
     state: &'a Arc<State>,
     to_main: &'a SyncSender<MainInput>,
 }
@@ -419,7 +425,8 @@ impl Sends<'_> {
         };
         let signalled = Arc::clone(self.state);
         self.handle.send(
-            Job::new(session_id, &send.message, reply)
+            self.journal
+                .job(session_id.to_owned(), send.message.clone(), reply)
                 .idle(send.idle())
                 .cancelled_when(move || signalled.signalled.load(Ordering::Acquire)),
         );

@@ -11,6 +11,7 @@ pub(crate) mod man;
 pub(crate) mod mcp;
 pub(crate) mod outbox;
 pub(crate) mod queue;
+pub(crate) mod reply;
 pub(crate) mod resolve;
 pub(crate) mod send;
 pub(crate) mod serve;

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use claude_peer_post::protocol::{Record, Request};
+use claude_peer_post::{MARK_END, MARK_START};
 
 use crate::args::ClaudeArg;
 use crate::error::{Exit, Failure};
@@ -42,9 +43,9 @@ pub(crate) fn exec(ctx: &Context, args: Args, out: &Output) -> Result<Exit, Fail
     let mut client = post::connect(ctx, Some(&start))?;
     let (ids, step): (Vec<String>, fn(String) -> Request) = match args.action {
         None => {
-            let mut printer = Printer::new(out, Timeline::Hidden);
+            let mut printer = Printer::new(out, Style::Outbox);
             client
-                .request(&Request::Outbox, |record| printer.print(&record))
+                .request(&Request::Outbox, |record| printer.print(&record, None))
                 .map_err(ops::Error::from)?;
             printer.end()?;
             return Ok(Exit::Success);
@@ -52,13 +53,13 @@ pub(crate) fn exec(ctx: &Context, args: Args, out: &Output) -> Result<Exit, Fail
         Some(Action::Cancel { ids }) => (ids, |id| Request::Cancel { id }),
         Some(Action::Retry { ids }) => (ids, |id| Request::Retry { id }),
     };
-    let mut printer = Printer::new(out, Timeline::Hidden);
+    let mut printer = Printer::new(out, Style::Outbox);
     let mut failed = false;
     for id in ids {
         match client.request(&step(id), |_| {}) {
             Ok(done) => {
                 if let Some(record) = done.record {
-                    printer.print(&record);
+                    printer.print(&record, None);
                 }
             }
             Err(err) => {
@@ -71,17 +72,21 @@ pub(crate) fn exec(ctx: &Context, args: Args, out: &Output) -> Result<Exit, Fail
     Ok(if failed { Exit::Error } else { Exit::Success })
 }
 
-/// Whether records are printed with their timelines.
+/// How records are printed in words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Timeline {
-    Shown,
-    Hidden,
+pub(crate) enum Style {
+    /// Where each stands (`outbox`).
+    Outbox,
+    /// Where each stands, its text and every change (`log`).
+    Log,
+    /// A line each, as a conversation reads (`log --with`, `--thread`).
+    Chat,
 }
 
-/// Prints records as they arrive: one JSON array (`--json`), or a line each.
+/// Prints records as they arrive: one JSON array (`--json`), or in words.
 pub(crate) struct Printer<'a> {
     out: &'a Output,
-    timeline: Timeline,
+    style: Style,
     stdout: io::BufWriter<io::StdoutLock<'static>>,
     json: JsonArray,
     printed: usize,
@@ -89,10 +94,10 @@ pub(crate) struct Printer<'a> {
 }
 
 impl<'a> Printer<'a> {
-    pub(crate) fn new(out: &'a Output, timeline: Timeline) -> Self {
+    pub(crate) fn new(out: &'a Output, style: Style) -> Self {
         Self {
             out,
-            timeline,
+            style,
             stdout: io::BufWriter::new(io::stdout().lock()),
             json: JsonArray::default(),
             printed: 0,
@@ -100,15 +105,23 @@ impl<'a> Printer<'a> {
         }
     }
 
-    pub(crate) fn print(&mut self, record: &Record) {
+    /// Prints `record`; `marked`, its text as a search marked it, is shown in its place.
+    pub(crate) fn print(&mut self, record: &Record, marked: Option<&str>) {
         if self.failed.is_some() {
             return;
         }
         let written = if self.out.is_json() {
             self.json.push(&mut self.stdout, record)
         } else {
-            self.stdout
-                .write_all(human(record, self.timeline).as_bytes())
+            let text = marked.map_or_else(
+                || field(&record.text).into_owned(),
+                |marked| mark(marked, self.out.style),
+            );
+            let words = match self.style {
+                Style::Chat => chat(record, &text),
+                style => human(record, style, &text),
+            };
+            self.stdout.write_all(words.as_bytes())
         };
         self.printed += 1;
         self.failed = written.err();
@@ -128,34 +141,98 @@ impl<'a> Printer<'a> {
     }
 }
 
-/// One record in words: its id, state, address, attempts and reason; then, when shown,
-/// every change with its local time.
-fn human(record: &Record, timeline: Timeline) -> String {
-    let mut text = format!(
-        "{}  {:<9}  {} {}  from {}  {} attempt{}  expires {}{}\n",
+/// A text as a search marked it, escaped, each match in bold (between `**` without
+/// colours).
+fn mark(marked: &str, style: crate::table::Style) -> String {
+    let mut text = String::new();
+    for (i, part) in marked.split([MARK_START, MARK_END]).enumerate() {
+        let part = field(part);
+        if i % 2 == 1 {
+            text.push_str(&if style.color {
+                style.paint("1", &part)
+            } else {
+                format!("**{part}**")
+            });
+        } else {
+            text.push_str(&part);
+        }
+    }
+    text
+}
+
+/// What a record answers, in words: ` answers ID (inferred)`, or nothing.
+fn answers(record: &Record) -> String {
+    record.in_reply_to.as_deref().map_or_else(String::new, |id| {
+        let how = if record.inferred { " (inferred)" } else { "" };
+        format!("  answers {}{how}", field(id))
+    })
+}
+
+/// One record as a conversation line: when, which way, with whom, the text, its id.
+fn chat(record: &Record, text: &str) -> String {
+    let (arrow, peer, how) = if record.direction == "in" {
+        ("<-", &record.from, String::new())
+    } else {
+        let peer = record.session_name.as_ref().unwrap_or(&record.to);
+        let how = record.receipt.as_ref().unwrap_or(&record.state).clone();
+        ("->", peer, format!(" {how}"))
+    };
+    format!(
+        "{}  {arrow} {}  {text}\n    [{}{how}{}]\n",
+        local_time(record.created_at_ms),
+        field(peer),
         record.id,
-        record.state,
-        record.to_kind,
-        field(&record.to),
-        field(&record.from),
-        record.attempts,
-        if record.attempts == 1 { "" } else { "s" },
-        local_time(record.expires_at_ms),
-        record
-            .reason
-            .as_deref()
-            .map(|reason| format!("\n    {}", field(reason)))
-            .unwrap_or_default(),
-    );
+        answers(record),
+    )
+}
+
+/// One record in words: its id, state, address, attempts and reason (a message in: whom
+/// from, to which of our senders); then, for `log`, its text and every change with its
+/// local time.
+fn human(record: &Record, style: Style, text: &str) -> String {
+    let mut words = if record.direction == "in" {
+        format!(
+            "{}  {:<9}  from {}{}  to {}  at {}{}\n",
+            record.id,
+            record.state,
+            field(&record.from),
+            record
+                .session_id
+                .as_deref()
+                .map(|id| format!(" (session {})", field(id)))
+                .unwrap_or_default(),
+            field(&record.to),
+            local_time(record.created_at_ms),
+            answers(record),
+        )
+    } else {
+        format!(
+            "{}  {:<9}  {} {}  from {}  {} attempt{}  expires {}{}{}\n",
+            record.id,
+            record.state,
+            record.to_kind,
+            field(&record.to),
+            field(&record.from),
+            record.attempts,
+            if record.attempts == 1 { "" } else { "s" },
+            local_time(record.expires_at_ms),
+            answers(record),
+            record
+                .reason
+                .as_deref()
+                .map(|reason| format!("\n    {}", field(reason)))
+                .unwrap_or_default(),
+        )
+    };
     if let Some(receipt) = &record.receipt {
         let basis = record.receipt_basis.as_deref().unwrap_or("unknown basis");
-        let _ = writeln!(text, "    receipt: {receipt} ({basis})");
+        let _ = writeln!(words, "    receipt: {receipt} ({basis})");
     }
-    if timeline == Timeline::Shown {
-        let _ = writeln!(text, "    text: {}", field(&record.text));
+    if style == Style::Log {
+        let _ = writeln!(words, "    text: {text}");
         for change in &record.timeline {
             let _ = writeln!(
-                text,
+                words,
                 "    {}  {}{}",
                 local_time(change.at_ms),
                 change.state,
@@ -167,5 +244,5 @@ fn human(record: &Record, timeline: Timeline) -> String {
             );
         }
     }
-    text
+    words
 }

@@ -23,6 +23,8 @@ pub(crate) struct Order {
     pub(crate) text: String,
     pub(crate) expire: Duration,
     pub(crate) key: Option<String>,
+    /// The message it answers, by post id.
+    pub(crate) in_reply_to: Option<String>,
 }
 
 /// Each address of an order, and its record or why it was not queued.
@@ -61,7 +63,7 @@ pub(crate) fn post_all(
             to,
             text: order.text.clone(),
             expire_ms,
-            in_reply_to: None,
+            in_reply_to: order.in_reply_to.clone(),
         };
         let answer = client
             .request(&request, |_| {})

@@ -74,6 +74,40 @@ pub(crate) struct Args {
     /// A relay program and its arguments, passed as given (no shell)
     #[arg(last = true, value_name = "PROGRAM [ARGS]", conflicts_with = "claude")]
     relay: Vec<OsString>,
+    /// The message this one answers (`reply`), by post id.
+    #[arg(skip)]
+    in_reply_to: Option<String>,
+}
+
+impl Args {
+    /// `reply`'s send: `message` to the one `target`, answering `in_reply_to`, queued
+    /// when `queue`.
+    pub(crate) fn reply(
+        target: String,
+        message: Option<String>,
+        sender: SenderArgs,
+        timeout: TimeoutArg,
+        managed_settings: ManagedSettingsArg,
+        queue: bool,
+        in_reply_to: String,
+    ) -> Self {
+        Self {
+            targets: vec![target],
+            all_live: false,
+            cwd: None,
+            wait_live: None,
+            message,
+            sender,
+            timeout,
+            read_wait: Span(DEFAULT_READ_WAIT),
+            managed_settings,
+            queue,
+            expire: None,
+            id: None,
+            relay: Vec::new(),
+            in_reply_to: Some(in_reply_to),
+        }
+    }
 }
 
 pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failure> {
@@ -105,6 +139,7 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         && args.timeout.span.0 == DEFAULT_TIMEOUT
         && args.read_wait.0 == DEFAULT_READ_WAIT;
     let from = args.sender.from.clone();
+    let in_reply_to = args.in_reply_to.clone();
     // Before a sender starts: a signal then stops a send that has not started. A relay
     // program is the user's own and is left to the default action.
     let interrupt = if args.relay.is_empty() {
@@ -129,12 +164,17 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         None => send::message_from_stdin()?,
     };
     out.warn_all(&sessions::registry_warnings(&ctx));
-    if by_post_office && let Some(sent) = post::send_now(&ctx, &targets.given[0], &from, &message) {
+    let letter = post::Letter {
+        from: &from,
+        text: &message,
+        in_reply_to: in_reply_to.as_deref(),
+    };
+    if by_post_office && let Some(sent) = post::send_now(&ctx, &targets.given[0], &letter) {
         return single_answer(&sent?, relay.via(), out);
     }
     let outcomes = broadcast(&ctx, &targets, &message, &relay);
     if let Ok(outcomes) = &outcomes {
-        record(outcomes, &from, &message, out);
+        record(outcomes, &letter, out);
     }
     if let Some(exit) = interrupt.as_ref().and_then(Interrupt::exit) {
         let err = match outcomes {
@@ -178,9 +218,9 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
 
 /// Records each target's send in the user's store, warning when it cannot: the send
 /// itself stands either way.
-fn record(outcomes: &Outcomes, from: &str, message: &str, out: &Output) {
+fn record(outcomes: &Outcomes, letter: &post::Letter<'_>, out: &Output) {
     for outcome in outcomes.iter() {
-        if let Err(err) = post::record_sent(from, outcome.target, message, outcome.result) {
+        if let Err(err) = post::record_sent(letter, outcome.target, outcome.result.map_err(|err| err.refusal())) {
             out.warn(&format!("the send is not in the log: {err}"));
         }
     }
@@ -209,6 +249,7 @@ fn queued(ctx: &Context, args: Args, out: &Output) -> Result<Exit, Failure> {
         text,
         expire: args.expire.map_or(DEFAULT_EXPIRY, |span| span.0),
         key: args.id,
+        in_reply_to: args.in_reply_to,
     };
     queue::exec(ctx, &order, args.sender.claude.path, out)
 }

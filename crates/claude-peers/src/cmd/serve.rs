@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use claude_peer_post::{
-    DEFAULT_IDLE_EXIT, PostOffice, Server, Store, WarmSenders, default_store_path,
+    DEFAULT_IDLE_EXIT, PostOffice, Retention, Server, Store, WarmSenders, default_store_path,
 };
 use claude_peer_sender::Mailbox;
 
-use crate::args::{ManagedSettingsArg, SenderArgs, Span, TimeoutArg, span};
+use crate::args::{ManagedSettingsArg, SenderArgs, Span, TimeoutArg, since, span};
 use crate::error::{Exit, Failure};
 use crate::ops::{self, Context, send};
 use crate::output::Output;
@@ -31,6 +31,12 @@ pub(crate) struct Args {
     /// ~/.local/state/claude-peers/post.db]
     #[arg(long, value_name = "FILE")]
     store: Option<PathBuf>,
+    /// How many messages the history keeps: the oldest final ones beyond it are pruned
+    #[arg(long, value_name = "N", default_value_t = Retention::DEFAULT.max_messages)]
+    keep: u64,
+    /// How long the history keeps a final message: 90d, 12h
+    #[arg(long, value_name = "DURATION", default_value_t = Span(Retention::DEFAULT.max_age), value_parser = since)]
+    keep_for: Span,
     /// The directory of its lock and socket [default: claude-peers under
     /// $XDG_RUNTIME_DIR, else $XDG_CACHE_HOME, else ~/.cache]
     #[arg(long, value_name = "DIR")]
@@ -75,7 +81,12 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         store.path().display()
     ));
     let idle_exit = Some(args.idle_exit.0).filter(|idle| !idle.is_zero());
-    let office = PostOffice::new(store, ctx.courier(), ctx.home.clone(), senders);
+    let retention = Retention {
+        max_messages: args.keep,
+        max_age: args.keep_for.0,
+    };
+    let office = PostOffice::new(store, ctx.courier(), ctx.home.clone(), senders)
+        .with_retention(retention);
     server
         .run(office, &ctx.home, idle_exit)
         .map_err(ops::Error::from)?;

@@ -347,10 +347,14 @@ pub(crate) enum MailboxEventJson<'a> {
         count: usize,
         recipient: &'a str,
     },
+    /// A message in; `id` and `in_reply_to` are its record's in the history, when it
+    /// was recorded.
     Message {
+        id: Option<&'a str>,
         from: &'a str,
         from_name: Option<&'a str>,
         session_id: Option<&'a str>,
+        in_reply_to: Option<&'a str>,
         text: &'a str,
     },
     Idle {
@@ -371,6 +375,28 @@ pub(crate) enum MailboxEventJson<'a> {
     },
 }
 
+impl<'a> MailboxEventJson<'a> {
+    /// `event` as heard, with the history's record of a message in.
+    pub(crate) fn heard(
+        event: &'a MailboxEvent,
+        logged: Option<&'a claude_peer_post::Message>,
+    ) -> Self {
+        match (Self::from(event), logged) {
+            (Self::Message { from, from_name, session_id, text, .. }, Some(logged)) => {
+                Self::Message {
+                    id: Some(&logged.id),
+                    from,
+                    from_name,
+                    session_id,
+                    in_reply_to: logged.in_reply_to.as_deref(),
+                    text,
+                }
+            }
+            (json, _) => json,
+        }
+    }
+}
+
 impl<'a> From<&'a MailboxEvent> for MailboxEventJson<'a> {
     fn from(event: &'a MailboxEvent) -> Self {
         match event {
@@ -387,9 +413,11 @@ impl<'a> From<&'a MailboxEvent> for MailboxEventJson<'a> {
                 session_id,
                 text,
             } => Self::Message {
+                id: None,
                 from,
                 from_name: from_name.as_deref(),
                 session_id: session_id.as_deref(),
+                in_reply_to: None,
                 text,
             },
             MailboxEvent::Idle {

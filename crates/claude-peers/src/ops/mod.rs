@@ -9,6 +9,7 @@
 pub(crate) mod broadcast;
 pub(crate) mod doctor;
 mod error;
+pub(crate) mod history;
 pub(crate) mod policy;
 pub(crate) mod post;
 pub(crate) mod send;

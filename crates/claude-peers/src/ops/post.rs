@@ -129,28 +129,35 @@ fn did_not_start(log: &Path) -> Error {
 pub(crate) fn send_now(
     ctx: &Context,
     target: &str,
-    from: &str,
-    message: &str,
+    letter: &Letter<'_>,
 ) -> Option<Result<Delivered, Error>> {
     let client = Client::connect(&runtime_dir().ok()?).ok()?;
     let mut client = same_home(ctx, client).ok()?;
-    Some(send_by(ctx, &mut client, target, from, message))
+    Some(send_by(ctx, &mut client, target, letter))
+}
+
+/// A message as one of our senders sends it: who, what, and what it answers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Letter<'a> {
+    pub(crate) from: &'a str,
+    pub(crate) text: &'a str,
+    /// The post id of the message it answers.
+    pub(crate) in_reply_to: Option<&'a str>,
 }
 
 fn send_by(
     ctx: &Context,
     client: &mut Client,
     target: &str,
-    from: &str,
-    message: &str,
+    letter: &Letter<'_>,
 ) -> Result<Delivered, Error> {
     let courier = ctx.courier();
-    let prepared = match courier.prepare(&ctx.home, target, message) {
+    let prepared = match courier.prepare(&ctx.home, target, letter.text) {
         Ok(prepared) => prepared,
         Err(err) => {
             let err = Error::from(err);
             // Refused here, before the post office was asked: recorded as it is without one.
-            let _ = record_sent(from, target, message, Err(&err));
+            let _ = record_sent(letter, target, Err(err.refusal()));
             return Err(err);
         }
     };
@@ -160,9 +167,10 @@ fn send_by(
         prepared.policy().clone(),
     );
     let request = Request::Send {
-        from: from.to_owned(),
+        from: letter.from.to_owned(),
         to: session.record.session_id.clone(),
-        text: message.to_owned(),
+        text: letter.text.to_owned(),
+        in_reply_to: letter.in_reply_to.map(str::to_owned),
     };
     let done = client.request(&request, |_| {})?;
     let (Some(record), Some(sent)) = (done.record, done.sent) else {
@@ -204,11 +212,24 @@ fn send_by(
 /// every message this user sent: a delivered one with its receipt, a refused one with
 /// the refusal. Other failures sent nothing worth a record.
 pub(crate) fn record_sent(
-    from: &str,
+    letter: &Letter<'_>,
     target: &str,
-    message: &str,
-    result: Result<&Delivered, &Error>,
+    result: Result<&Delivered, Option<Refusal>>,
 ) -> Result<(), Error> {
+    if let Some((new, steps, now)) = sent_record(letter, target, result) {
+        let mut store = Store::open(&default_store_path()?)?;
+        store.record(&new, &steps, now)?;
+    }
+    Ok(())
+}
+
+/// What [`record_sent`] records: the message, its steps and when; `None` for a failure
+/// that sent nothing.
+pub(crate) fn sent_record(
+    letter: &Letter<'_>,
+    target: &str,
+    result: Result<&Delivered, Option<Refusal>>,
+) -> Option<(NewMessage, Vec<Step>, u64)> {
     let (to, steps) = match result {
         Ok(delivered) => {
             let session_id = delivered.session.record.session_id.clone();
@@ -223,32 +244,27 @@ pub(crate) fn record_sent(
             ];
             (Address::SessionId(session_id), steps)
         }
-        Err(err) => {
-            let Some(refusal) = err.refusal() else {
-                return Ok(());
-            };
+        Err(refusal) => {
             let to = if claude_peer_registry::is_uuid(target) {
                 Address::SessionId(target.to_owned())
             } else {
                 Address::Name(target.to_owned())
             };
-            (to, vec![Step::Refuse(refusal.to_string())])
+            (to, vec![Step::Refuse(refusal?.to_string())])
         }
     };
     let now = now_ms();
     let new = NewMessage {
-        from: from.to_owned(),
+        from: letter.from.to_owned(),
         key: None,
         to,
-        text: message.to_owned(),
+        text: letter.text.to_owned(),
         expires_at_ms: now.saturating_add(
             u64::try_from(claude_peer_post::DEFAULT_EXPIRY.as_millis()).unwrap_or(u64::MAX),
-        in_reply_to: None,
         ),
+        in_reply_to: letter.in_reply_to.map(str::to_owned),
     };
-    let mut store = Store::open(&default_store_path()?)?;
-    store.record(&new, &steps, now)?;
-    Ok(())
+    Some((new, steps, now))
 }
 
 fn now_ms() -> u64 {

@@ -11,11 +11,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
-use claude_peer_sender::{Idle, Job, MailboxEvent, MailboxHandle, Reply, Wait, Waiting};
+use claude_peer_sender::{Idle, MailboxEvent, MailboxHandle, Reply, Wait, Waiting};
 use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 
 use super::to_json;
+use crate::ops::history::Journal;
 use crate::error::Failure;
 use crate::json::{BroadcastJson, DeliveredJson, MailboxEventJson};
 use crate::ops::broadcast::{Targets, broadcast_with};
@@ -52,8 +53,9 @@ impl Events {
         }
     }
 
-    fn push(&self, event: &MailboxEvent) {
-        let Ok(value) = serde_json::to_value(MailboxEventJson::from(event)) else {
+    /// Queues `event`, with the history's record of a message in.
+    fn push(&self, event: &MailboxEvent, logged: Option<&claude_peer_post::Message>) {
+        let Ok(value) = serde_json::to_value(MailboxEventJson::heard(event, logged)) else {
             return;
         };
         {
@@ -122,6 +124,8 @@ pub(crate) type Answer = Result<String, Failure>;
 pub(crate) struct Inbox {
     /// The sender's name, fixed when it starts.
     pub(crate) from: String,
+    /// Where its sends and what it hears are recorded.
+    journal: Arc<Journal>,
     ctx: Context,
     mailbox: Arc<MailboxHandle>,
     /// Held by one call at a time, in arrival order: a call's sends are not interleaved
@@ -138,14 +142,17 @@ impl Inbox {
         from: String,
         events: Arc<Events>,
     ) -> Result<Self, Failure> {
+        let journal = Journal::open(&from)?;
         let relay = send::claude(claude, from.clone(), DEFAULT_TIMEOUT)?;
         let mut open = send::mailboxes(ctx, &relay);
         let first = open()?;
-        let mailbox = MailboxHandle::spawn(Some(first), Some(open), move |event| {
-            events.push(&event);
-        })
-        .map_err(|err| Failure::error("mcp_failed", format!("cannot start the mailbox: {err}")))?;
+        let heard = Arc::clone(&journal).events(move |event, logged| {
+            events.push(&event, logged.as_ref());
+        });
+        let mailbox = MailboxHandle::spawn(Some(first), Some(open), heard)
+            .map_err(|err| Failure::error("mcp_failed", format!("cannot start the mailbox: {err}")))?;
         Ok(Self {
+            journal,
             from,
             ctx: ctx.clone(),
             mailbox: Arc::new(mailbox),
@@ -171,9 +178,11 @@ impl Inbox {
                         .await
                         .unwrap_or(Err(ops::Error::MailboxEnded))?;
                 let (reply, answer) = oneshot::channel();
-                let job = Job::new(session_id, message, move |sent| {
-                    let _ = reply.send(sent);
-                })
+                let job = self
+                    .journal
+                    .job(session_id, message, move |sent| {
+                        let _ = reply.send(sent);
+                    })
                 .idle(idle)
                 .wait(Wait::Receipt)
                 .cancelled_when(cancelled);
@@ -190,8 +199,9 @@ impl Inbox {
                     return Err(ops::Error::Cancelled.into());
                 }
                 let (ctx, mailbox) = (self.ctx.clone(), Arc::clone(&self.mailbox));
+                let journal = Arc::clone(&self.journal);
                 tokio::task::spawn_blocking(move || {
-                    broadcast(&ctx, &mailbox, given, &message, idle)
+                    broadcast(&ctx, (&mailbox, &journal), given, &message, idle)
                 })
                 .await
                 .unwrap_or_else(|err| {
@@ -214,7 +224,7 @@ impl Inbox {
 /// Sends to several sessions as `send` to several targets does, each through the mailbox.
 fn broadcast(
     ctx: &Context,
-    mailbox: &MailboxHandle,
+    (mailbox, journal): (&MailboxHandle, &Arc<Journal>),
     given: Vec<String>,
     message: &str,
     idle: Idle,
@@ -226,10 +236,11 @@ fn broadcast(
     let outcomes = broadcast_with(ctx, &targets, |session_id| {
         let (reply, answer) = std::sync::mpsc::channel();
         mailbox.send(
-            Job::new(session_id, message, move |sent| {
-                let _ = reply.send(sent);
-            })
-            .idle(idle),
+            journal
+                .job(session_id.to_owned(), message.to_owned(), move |sent| {
+                    let _ = reply.send(sent);
+                })
+                .idle(idle),
         );
         match answer.recv() {
             Ok(Reply::Sent(sent)) => sent.map(|delivered| *delivered).map_err(ops::Error::from),
@@ -256,7 +267,7 @@ mod tests {
         let (announce, mut announced) = tokio::sync::mpsc::channel(super::MAX_ANNOUNCEMENTS);
         let events = Events::new(announce);
         for n in 0..MAX_EVENTS + 2 {
-            events.push(&MailboxEvent::Notice(n.to_string()));
+            events.push(&MailboxEvent::Notice(n.to_string()), None);
         }
         let drained = events.drain();
         assert_eq!(drained.len(), MAX_EVENTS + 1);

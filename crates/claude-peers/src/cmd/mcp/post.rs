@@ -155,6 +155,7 @@ pub(super) fn order(args: SendArgs, inbox_from: Option<String>) -> Result<queue:
         text: args.message,
         expire,
         key: args.id,
+        in_reply_to: None,
     })
 }
 

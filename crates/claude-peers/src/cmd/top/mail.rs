@@ -5,13 +5,15 @@
 
 use std::cell::OnceCell;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
-use claude_peer_sender::{Job, MailboxEvent, MailboxHandle, Reply, Waiting};
+use claude_peer_sender::{MailboxEvent, MailboxHandle, Reply, Waiting};
 
 use super::LoopInput;
 use crate::error::Failure;
+use crate::ops::history::Journal;
 use crate::ops::{Context, send};
 
 /// What the mail thread tells the dashboard.
@@ -32,7 +34,8 @@ pub(crate) struct Mail {
     ctx: Context,
     origin: Origin,
     to: Sender<LoopInput>,
-    mailbox: OnceCell<MailboxHandle>,
+    /// The mailbox service and the history its sends and events are recorded in.
+    mailbox: OnceCell<(MailboxHandle, Arc<Journal>)>,
 }
 
 /// Who the messages are from, and the Claude Code that sends them.
@@ -67,7 +70,7 @@ impl Mail {
             }
         };
         let to = self.to.clone();
-        let job = Job::new(session_id.clone(), message, move |reply| {
+        let job = mailbox.1.job(session_id.clone(), message, move |reply| {
             let result = match reply {
                 Reply::Sent(sent) => sent.map_err(Failure::from),
                 Reply::Cancelled => Err(Failure::error(
@@ -77,35 +80,33 @@ impl Mail {
             };
             let _ = to.send(LoopInput::Mail(Heard::Sent { session_id, result }));
         });
-        mailbox.send(job);
+        mailbox.0.send(job);
     }
 
-    fn mailbox(&self) -> Result<&MailboxHandle, Failure> {
+    fn mailbox(&self) -> Result<&(MailboxHandle, Arc<Journal>), Failure> {
         if let Some(mailbox) = self.mailbox.get() {
             return Ok(mailbox);
         }
+        let journal = Journal::open(&self.origin.from)?;
         let relay = send::claude(
             self.origin.claude.clone(),
             self.origin.from.clone(),
             DEFAULT_TIMEOUT,
         )?;
         let to = self.to.clone();
-        let mailbox = MailboxHandle::spawn(
-            None,
-            Some(send::mailboxes(&self.ctx, &relay)),
-            move |event| {
-                let _ = to.send(LoopInput::Mail(Heard::Event(event)));
-            },
-        )
-        .map_err(|err| Failure::error("top_failed", format!("cannot start a thread: {err}")))?;
-        Ok(self.mailbox.get_or_init(|| mailbox))
+        let heard = Arc::clone(&journal).events(move |event, _| {
+            let _ = to.send(LoopInput::Mail(Heard::Event(event)));
+        });
+        let mailbox = MailboxHandle::spawn(None, Some(send::mailboxes(&self.ctx, &relay)), heard)
+            .map_err(|err| Failure::error("top_failed", format!("cannot start a thread: {err}")))?;
+        Ok(self.mailbox.get_or_init(|| (mailbox, journal)))
     }
 
     /// Sends every message already typed, then closes the sender cleanly (its record and
     /// socket removed): quitting never drops what the user sent. Blocking (a second
     /// signal ends it at once).
     pub(crate) fn close(self) {
-        if let Some(mailbox) = self.mailbox.get() {
+        if let Some((mailbox, _)) = self.mailbox.get() {
             mailbox.close(Waiting::Send);
         }
     }
