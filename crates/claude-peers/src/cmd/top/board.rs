@@ -2,14 +2,11 @@
 //! wants them (waiting on their user first, then busy, then idle), the filter, the
 //! selected row and the scroll position, and what became of the messages sent from here.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 use claude_peer_registry::{Activity, Pid, Record};
 use claude_peer_resolve::LiveSession;
 use claude_peer_watch::Event;
-
-/// Replies kept per session for its details: the latest ones.
-const MAX_REPLIES: usize = 20;
 
 /// What became of the last message sent to a session from the dashboard.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,13 +30,6 @@ impl Fate {
     }
 }
 
-/// A reply (or any message) a session sent to the dashboard's address.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Reply {
-    pub(crate) at_ms: u64,
-    pub(crate) text: String,
-}
-
 /// The live sessions and the operator's view of them.
 #[derive(Debug, Default)]
 pub(crate) struct Board {
@@ -54,8 +44,6 @@ pub(crate) struct Board {
     height: usize,
     /// What became of the last message sent to each session, by session id.
     fates: HashMap<String, Fate>,
-    /// Replies from each session, by session id, oldest first.
-    replies: HashMap<String, VecDeque<Reply>>,
 }
 
 /// One end of the shown rows.
@@ -230,18 +218,6 @@ impl Board {
                 outcome.clone_into(shown);
             }
         }
-    }
-
-    pub(crate) fn reply(&mut self, session_id: &str, reply: Reply) {
-        let replies = self.replies.entry(session_id.to_owned()).or_default();
-        if replies.len() == MAX_REPLIES {
-            replies.pop_front();
-        }
-        replies.push_back(reply);
-    }
-
-    pub(crate) fn replies(&self, session_id: &str) -> impl Iterator<Item = &Reply> {
-        self.replies.get(session_id).into_iter().flatten()
     }
 
     /// Filters and sorts again, keeping the selected session selected (or the first row

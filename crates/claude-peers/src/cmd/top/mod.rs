@@ -29,6 +29,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use claude_peer_post::{Direction, LogFilter, Order, Store, default_store_path};
 use claude_peer_settings::Snapshot;
 use claude_peer_watch::{Event, Watcher};
 
@@ -36,7 +37,7 @@ use self::keys::Action;
 use self::mail::{Heard, Mail, Origin};
 use self::screen::Screen;
 pub(crate) use self::state::Colors;
-use self::state::State;
+use self::state::{Said, State};
 use crate::error::{Exit, Failure};
 use crate::ops::Context;
 use crate::ops::settings::{self, Change};
@@ -108,6 +109,7 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     let mut dashboard = Dashboard {
         ctx,
         mail: &mail,
+        history: default_store_path().and_then(|path| Store::open(&path)).ok(),
         state,
         rings: 0,
     };
@@ -122,6 +124,8 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
 struct Dashboard<'a> {
     ctx: &'a Context,
     mail: &'a Mail,
+    /// The history, where the open details' conversation is read from.
+    history: Option<Store>,
     state: State,
     /// How many sessions started waiting since the last draw (for `--bell`).
     rings: usize,
@@ -222,9 +226,43 @@ impl Dashboard<'_> {
             let summary = claude_peer_transcript::summary(&self.ctx.home, &session_id)
                 .ok()
                 .flatten();
+            if let Some(history) = &self.history {
+                let said = conversation(history, &session_id);
+                self.state.conversation_read(session_id.clone(), said);
+            }
             self.state.transcript_read(session_id, summary);
         }
     }
+}
+
+/// How many lines of a conversation the details show: the latest.
+const CONVERSATION_LINES: u64 = 20;
+
+/// The last lines of the conversation with `session_id` in the history, oldest first
+/// (none when it cannot be read).
+fn conversation(history: &Store, session_id: &str) -> Vec<Said> {
+    let filter = LogFilter {
+        with: Some(session_id.to_owned()),
+        limit: Some(CONVERSATION_LINES),
+        order: Order::OldestFirst,
+        ..LogFilter::default()
+    };
+    let mut said = Vec::new();
+    let _ = history.log(&filter, |logged| {
+        let message = logged.message;
+        said.push(Said {
+            at_ms: message.created_at_ms,
+            incoming: message.direction == Direction::In,
+            fate: (message.direction == Direction::Out).then(|| {
+                message
+                    .receipt
+                    .map_or_else(|| message.state.to_string(), |r| r.outcome.as_str().to_owned())
+            }),
+            text: message.text,
+        });
+        std::ops::ControlFlow::Continue(())
+    });
+    said
 }
 
 fn read_settings(ctx: &Context) -> Result<Snapshot, String> {

@@ -43,6 +43,17 @@ pub(crate) enum Colors {
     Off,
 }
 
+/// One line of a conversation: when, which way, the text, and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Said {
+    pub(crate) at_ms: u64,
+    /// The session sent it to one of our senders (else we sent it to the session).
+    pub(crate) incoming: bool,
+    pub(crate) text: String,
+    /// For a message out: its receipt, else its state.
+    pub(crate) fate: Option<String>,
+}
+
 /// The dashboard, as it is shown.
 #[derive(Debug)]
 pub(crate) struct State {
@@ -55,6 +66,9 @@ pub(crate) struct State {
     /// The end of the transcript of the session whose details are open: that session's
     /// id, and its transcript's end when it has one.
     pub(crate) transcript: Option<(String, Option<Summary>)>,
+    /// The conversation with the session whose details are open, from the history:
+    /// that session's id and its last lines, oldest first.
+    pub(crate) conversation: Option<(String, Vec<Said>)>,
     /// The registry's directory, named when it has no live session.
     pub(crate) registry: PathBuf,
     pub(crate) colors: Colors,
@@ -75,6 +89,7 @@ impl State {
             settings,
             status: String::new(),
             transcript: None,
+            conversation: None,
             registry,
             colors,
             now_ms,
@@ -104,6 +119,11 @@ impl State {
     /// The end of `session_id`'s transcript, as just read.
     pub(crate) fn transcript_read(&mut self, session_id: String, summary: Option<Summary>) {
         self.transcript = Some((session_id, summary));
+    }
+
+    /// The last lines of the conversation with `session_id`, as just read.
+    pub(crate) fn conversation_read(&mut self, session_id: String, said: Vec<Said>) {
+        self.conversation = Some((session_id, said));
     }
 
     /// What the settings store answered to a change of the policy to `policy`.
@@ -157,11 +177,9 @@ impl State {
                 session_id,
                 text,
             }) => match session_id {
-                Some(session_id) => {
+                Some(_) => {
                     let name = from_name.unwrap_or(from);
                     self.status = format!("reply from {name} (Enter on its row shows it)");
-                    let at_ms = self.now_ms;
-                    self.board.reply(&session_id, board::Reply { at_ms, text });
                 }
                 None => self.status = format!("message from {from}: {text}"),
             },

@@ -268,18 +268,27 @@ fn details(frame: &mut Frame<'_>, state: &State, session_id: &str, area: Rect) {
             field(fate.word())
         )));
     }
-    let replies: Vec<_> = state.board.replies(session_id).collect();
-    if !replies.is_empty() {
+    let said = state
+        .conversation
+        .as_ref()
+        .filter(|(id, _)| id == session_id)
+        .map_or(&[][..], |(_, said)| said.as_slice());
+    if !said.is_empty() {
         lines.push(Line::from(""));
         lines.push(Line::styled(
-            "replies",
+            "conversation",
             Style::new().add_modifier(Modifier::BOLD),
         ));
-        for reply in replies {
+        for line in said {
+            let (arrow, fate) = if line.incoming {
+                ("<-", String::new())
+            } else {
+                ("->", line.fate.as_deref().map(|f| format!("  ({})", field(f))).unwrap_or_default())
+            };
             lines.push(Line::from(format!(
-                "{}  {}",
-                local_time(reply.at_ms),
-                field(&reply.text)
+                "{}  {arrow} {}{fate}",
+                local_time(line.at_ms),
+                field(&line.text)
             )));
         }
     }

@@ -331,7 +331,7 @@ fn question_mark_opens_the_help_and_any_key_closes_it() {
 }
 
 #[test]
-fn a_reply_is_kept_for_its_session_at_the_time_it_came_and_a_failure_marks_the_row() {
+fn a_reply_is_announced_on_the_status_line_and_a_failure_marks_the_row() {
     let mut state = fifty();
     let id = state.board.selected().unwrap().record.session_id.clone();
     state.tick(super::NOW + 5_000);
@@ -344,12 +344,6 @@ fn a_reply_is_kept_for_its_session_at_the_time_it_came_and_a_failure_marks_the_r
         },
     ));
     assert_eq!(state.status, "reply from s00 (Enter on its row shows it)");
-    let replies: Vec<_> = state
-        .board
-        .replies(&id)
-        .map(|r| (r.at_ms, r.text.as_str()))
-        .collect();
-    assert_eq!(replies, [(super::NOW + 5_000, "done")]);
     state.heard(crate::cmd::top::mail::Heard::Sent {
         session_id: id.clone(),
         result: Err(Failure::error("inbound_refused", "s00 refuses messages")),

@@ -6,7 +6,8 @@ use crossterm::event::KeyCode;
 use insta::assert_snapshot;
 
 use super::{NOW, live, press, screen, session, state, type_text};
-use crate::cmd::top::board::{Fate, Reply};
+use crate::cmd::top::board::Fate;
+use crate::cmd::top::state::Said;
 use crate::cmd::top::state::{Colors, State};
 use crate::table::local_time;
 
@@ -85,7 +86,7 @@ fn no_live_session_names_the_registry_it_watches() {
 }
 
 #[test]
-fn the_details_show_the_session_its_transcript_its_last_message_and_its_replies() {
+fn the_details_show_the_session_its_transcript_its_last_message_and_the_conversation() {
     let mut state = every_status();
     let waiting = live(
         109,
@@ -118,21 +119,28 @@ fn the_details_show_the_session_its_transcript_its_last_message_and_its_replies(
             outcome: "held".to_owned(),
         },
     );
-    for (ago, text) in [(60_000, "on it"), (5_000, "done: \u{1b}[31mred\u{1b}[0m")] {
-        state.board.reply(
-            &id,
-            Reply {
-                at_ms: NOW - ago,
-                text: text.to_owned(),
-            },
-        );
-    }
+    let said = [
+        (90_000, false, "fix the build", Some("read")),
+        (60_000, true, "on it", None),
+        (5_000, true, "done: \u{1b}[31mred\u{1b}[0m", None),
+    ];
+    let said = said
+        .into_iter()
+        .map(|(ago, incoming, text, fate)| Said {
+            at_ms: NOW - ago,
+            incoming,
+            text: text.to_owned(),
+            fate: fate.map(str::to_owned),
+        })
+        .collect();
+    state.conversation_read(id.clone(), said);
     // Local times are the system's time zone's: named here, whatever it is.
     let mut drawn = screen(&mut state, 100, 32);
     for (ms, name) in [
         (NOW - 3_600_000, "<started>"),
         (NOW - 4_000, "<updated>"),
         (NOW - 20_000, "<last activity>"),
+        (NOW - 90_000, "<sent>"),
         (NOW - 60_000, "<first reply>"),
         (NOW - 5_000, "<second reply>"),
     ] {
