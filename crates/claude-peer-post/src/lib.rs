@@ -71,7 +71,8 @@ pub use office::{
 };
 pub use server::{DEFAULT_IDLE_EXIT, SOCKET_FILE, Server, Stopper};
 pub use store::{
-    Imported, MAX_IMPORT_LINE, LogFilter, Logged, MARK_END, MARK_START, Order, Posted, Retention, Store,
+    Imported, LogFilter, Logged, MARK_END, MARK_START, MAX_IMPORT_LINE, Order, Posted, Retention,
+    Store,
 };
 
 /// The longest a message may wait for its receiver: 30 days.

@@ -209,13 +209,14 @@ impl Step {
             (Self::Wait(_), Waiting) | (Self::Fail { .. }, Sending) | (Self::Retry, Unknown) => {
                 Waiting
             }
-            (Self::Note(_), Delivered) => Delivered,
             (Self::Send(_), Waiting) => Sending,
             // A receiver that refuses it on arrival makes it final as refused.
             (Self::Receipt(receipt), Delivered) if matches!(receipt.outcome, Outcome::Refused) => {
                 Refused
             }
-            (Self::Deliver { .. }, Sending) | (Self::Receipt(_), Delivered) => Delivered,
+            (Self::Deliver { .. }, Sending) | (Self::Receipt(_) | Self::Note(_), Delivered) => {
+                Delivered
+            }
             (Self::Refuse(_), Waiting | Sending) => Refused,
             (Self::Expire, Waiting) => Expired,
             (Self::Cancel, Waiting | Unknown) => Cancelled,

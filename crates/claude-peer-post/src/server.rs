@@ -16,9 +16,7 @@ use claude_peer_watch::Watcher;
 
 use crate::lock::Lock;
 use crate::protocol::{self, Answer, MAX_REQUEST_BYTES, Record, Request, SentRecord};
-use crate::{
-    Address, Carrier, Error, Heard, NewMessage, PostOffice, SentNow, Step, Store,
-};
+use crate::{Address, Carrier, Error, Heard, NewMessage, PostOffice, SentNow, Step, Store};
 
 /// The socket's file name in the runtime directory.
 pub const SOCKET_FILE: &str = "post.sock";

@@ -159,14 +159,20 @@ impl Store {
         filter: &LogFilter,
         mut each: impl FnMut(Logged) -> ControlFlow<()>,
     ) -> Result<(), Error> {
-        if filter.search.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        if filter
+            .search
+            .as_deref()
+            .is_some_and(|s| s.trim().is_empty())
+        {
             return Err(search_error(filter, "the search is empty"));
         }
         let (sql, args) = log_query(filter);
         let each = |message, marked| each(Logged { message, marked });
-        row::each(&self.conn, &sql, rusqlite::params_from_iter(args), each).map_err(|err| match search_failure(&err) {
-            Some(why) if filter.search.is_some() => search_error(filter, why),
-            _ => failed(&self.path)(err),
+        row::each(&self.conn, &sql, rusqlite::params_from_iter(args), each).map_err(|err| {
+            match search_failure(&err) {
+                Some(why) if filter.search.is_some() => search_error(filter, why),
+                _ => failed(&self.path)(err),
+            }
         })
     }
 
@@ -292,9 +298,7 @@ fn log_query(filter: &LogFilter) -> (String, Vec<Value>) {
             ));
             (
                 "message_text JOIN message m ON m.seq = message_text.rowid",
-                format!(
-                    "highlight(message_text, 0, '{MARK_START}', '{MARK_END}') AS marked"
-                ),
+                format!("highlight(message_text, 0, '{MARK_START}', '{MARK_END}') AS marked"),
                 // The index's own order, so the newest matches come without a sort.
                 "message_text.rowid",
             )
@@ -332,7 +336,9 @@ fn search_failure(err: &rusqlite::Error) -> Option<&'static str> {
     if text.contains("unterminated string") {
         Some("a quote is not closed")
     } else if text.contains("no such column") {
-        Some("a word followed by `:` picks a column, and there is none of that name: put the text in quotes")
+        Some(
+            "a word followed by `:` picks a column, and there is none of that name: put the text in quotes",
+        )
     } else if text.starts_with("fts5: syntax error near \"\"") {
         Some("it ends where a word is still expected (after AND, OR, NOT or an opening bracket)")
     } else if text.starts_with("fts5:") {

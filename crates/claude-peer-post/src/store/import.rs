@@ -51,15 +51,12 @@ impl Store {
         let read = read_lines(reader, MAX_IMPORT_LINE, |line| {
             number += 1;
             let result = match line {
-                Line::Overlong => Err(bad(
-                    number,
-                    format!("longer than {} bytes", MAX_IMPORT_LINE),
-                )),
+                Line::Overlong => Err(bad(number, format!("longer than {MAX_IMPORT_LINE} bytes"))),
                 Line::Whole(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(()),
                 Line::Whole(bytes) => serde_json::from_slice::<Record>(bytes)
                     .map_err(|err| bad(number, format!("not a message record: {err}")))
                     .and_then(|record| {
-                        check(&record).map_err(|why| bad(number, why))?;
+                        check(&record).map_err(|Unfit(why)| bad(number, why))?;
                         take(&tx, &record, &mut done).map_err(|err| match err {
                             Taken::Other(why) => bad(number, why),
                             Taken::Sqlite(err) => sqlite(err),
@@ -170,25 +167,30 @@ fn take(tx: &Connection, record: &Record, done: &mut Imported) -> Result<(), Tak
     Ok(())
 }
 
+/// Why a record cannot be taken.
+struct Unfit(String);
+
 /// Whether `record` holds only what a store can: its words from claude-peers'
 /// vocabularies, an id as a store makes them, a receipt with its basis.
-fn check(record: &Record) -> Result<(), String> {
+fn check(record: &Record) -> Result<(), Unfit> {
     let id_ok = (1..=64).contains(&record.id.len())
         && record
             .id
             .bytes()
             .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase());
     if !id_ok {
-        return Err(format!(
+        return Err(Unfit(format!(
             "{:?} is not a post id (lowercase letters and digits)",
             record.id
-        ));
+        )));
     }
     let known = |what: &str, word: &str, ok: bool| {
         if ok {
             Ok(())
         } else {
-            Err(format!("{word:?} is no {what} a claude-peers writes"))
+            Err(Unfit(format!(
+                "{word:?} is no {what} a claude-peers writes"
+            )))
         }
     };
     known(
@@ -207,7 +209,9 @@ fn check(record: &Record) -> Result<(), String> {
             known("receipt", outcome, Outcome::from_name(outcome).is_some())?;
             known("receipt basis", basis, Basis::from_name(basis).is_some())
         }
-        _ => Err("a receipt needs its basis, and a basis its receipt".to_owned()),
+        _ => Err(Unfit(
+            "a receipt needs its basis, and a basis its receipt".to_owned(),
+        )),
     };
     receipt(&record.receipt, &record.receipt_basis)?;
     for state in std::iter::once(&record.state).chain(record.timeline.iter().map(|c| &c.state)) {
@@ -222,10 +226,10 @@ fn check(record: &Record) -> Result<(), String> {
         }
     }
     if record.state == State::Sending.as_str() {
-        return Err(format!(
+        return Err(Unfit(format!(
             "message {} was being sent when it was exported: export it again once it is not",
             record.id
-        ));
+        )));
     }
     Ok(())
 }

@@ -24,7 +24,9 @@ fn store() -> (tempfile::TempDir, Store) {
 /// Posts `text` to `name` and delivers it to `session`, at `at`: its post id.
 fn delivered(store: &mut Store, name: &str, session: &str, text: &str, at: u64) -> String {
     let id = store.post(&message(name, text), at).unwrap().message.id;
-    store.step(&id, &Step::Send(Attempt::to(session)), at).unwrap();
+    store
+        .step(&id, &Step::Send(Attempt::to(session)), at)
+        .unwrap();
     let deliver = Step::Deliver {
         session_id: session.to_owned(),
         session_name: Some(name.to_owned()),
@@ -81,7 +83,10 @@ fn a_reply_answers_the_latest_message_its_sender_delivered_to_that_session() {
     let second = delivered(&mut store, "reviewer", "s-rev", "and PR 13", NOW + 10);
     delivered(&mut store, "tester", "s-test", "run the suite", NOW + 20);
     let answer = store
-        .receive(&reply(Some("s-rev"), "reviewer", "PR 13 looks good"), NOW + 30)
+        .receive(
+            &reply(Some("s-rev"), "reviewer", "PR 13 looks good"),
+            NOW + 30,
+        )
         .unwrap();
     assert_eq!(
         (answer.direction, answer.state, answer.from.as_str()),
@@ -96,7 +101,9 @@ fn a_reply_answers_the_latest_message_its_sender_delivered_to_that_session() {
         .receive(&reply(Some("s-other"), "other", "hello"), NOW + 40)
         .unwrap();
     assert_eq!((stray.in_reply_to, stray.inferred), (None, false));
-    let unknown = store.receive(&reply(None, "ghost", "boo"), NOW + 50).unwrap();
+    let unknown = store
+        .receive(&reply(None, "ghost", "boo"), NOW + 50)
+        .unwrap();
     assert_eq!(unknown.in_reply_to, None);
 
     // The conversation with the reviewer, by name or by id, both ways, as a chat reads.
@@ -114,7 +121,10 @@ fn a_reply_answers_the_latest_message_its_sender_delivered_to_that_session() {
         direction: Some(Direction::In),
         ..LogFilter::default()
     };
-    assert_eq!(texts(&store, &replies), ["boo", "hello", "PR 13 looks good"]);
+    assert_eq!(
+        texts(&store, &replies),
+        ["boo", "hello", "PR 13 looks good"]
+    );
 
     // The thread of the second message: it and its reply; the first stands alone.
     let thread = |id: &str| LogFilter {
@@ -122,7 +132,10 @@ fn a_reply_answers_the_latest_message_its_sender_delivered_to_that_session() {
         order: Order::OldestFirst,
         ..LogFilter::default()
     };
-    assert_eq!(texts(&store, &thread(&second)), ["and PR 13", "PR 13 looks good"]);
+    assert_eq!(
+        texts(&store, &thread(&second)),
+        ["and PR 13", "PR 13 looks good"]
+    );
     assert_eq!(texts(&store, &thread(&first)), ["review PR 12"]);
 }
 
@@ -130,11 +143,16 @@ fn a_reply_answers_the_latest_message_its_sender_delivered_to_that_session() {
 fn a_thread_follows_replies_transitively_and_a_loop_ends() {
     let (_base, mut store) = store();
     let root = delivered(&mut store, "reviewer", "s-rev", "root", NOW);
-    let answer = store.receive(&reply(Some("s-rev"), "reviewer", "answer"), NOW + 1).unwrap();
+    let answer = store
+        .receive(&reply(Some("s-rev"), "reviewer", "answer"), NOW + 1)
+        .unwrap();
     let mut follow = message("reviewer", "follow-up");
     follow.in_reply_to = Some(answer.id.clone());
     let follow = store.post(&follow, NOW + 2).unwrap().message;
-    assert_eq!((follow.in_reply_to.as_deref(), follow.inferred), (Some(answer.id.as_str()), false));
+    assert_eq!(
+        (follow.in_reply_to.as_deref(), follow.inferred),
+        (Some(answer.id.as_str()), false)
+    );
     let filter = LogFilter {
         thread: Some(root),
         order: Order::OldestFirst,
@@ -156,9 +174,18 @@ fn a_thread_follows_replies_transitively_and_a_loop_ends() {
 fn search_finds_words_newest_first_marks_them_and_names_a_bad_search() {
     let (_base, mut store) = store();
     delivered(&mut store, "reviewer", "s-rev", "the build is green", NOW);
-    delivered(&mut store, "reviewer", "s-rev", "the deploy is red", NOW + 1);
+    delivered(
+        &mut store,
+        "reviewer",
+        "s-rev",
+        "the deploy is red",
+        NOW + 1,
+    );
     store
-        .receive(&reply(Some("s-rev"), "reviewer", "Green again, after the build"), NOW + 2)
+        .receive(
+            &reply(Some("s-rev"), "reviewer", "Green again, after the build"),
+            NOW + 2,
+        )
         .unwrap();
     let search = |text: &str| LogFilter {
         search: Some(text.to_owned()),
@@ -170,7 +197,10 @@ fn search_finds_words_newest_first_marks_them_and_names_a_bad_search() {
     );
     assert_eq!(texts(&store, &search("\"is red\"")), ["the deploy is red"]);
     assert_eq!(texts(&store, &search("gre*")).len(), 2);
-    assert_eq!(texts(&store, &search("build NOT green")), Vec::<String>::new());
+    assert_eq!(
+        texts(&store, &search("build NOT green")),
+        Vec::<String>::new()
+    );
     let mut marked = Vec::new();
     store
         .log(&search("green"), |logged| {
@@ -203,11 +233,15 @@ fn search_finds_words_newest_first_marks_them_and_names_a_bad_search() {
 #[test]
 fn retention_prunes_the_oldest_final_messages_and_never_one_still_waiting() {
     let (_base, mut store) = store();
-    let waiting = store.post(&message("nobody", "still waiting"), NOW).unwrap();
+    let waiting = store
+        .post(&message("nobody", "still waiting"), NOW)
+        .unwrap();
     for i in 0..10 {
         delivered(&mut store, "reviewer", "s-rev", &format!("m{i}"), NOW + i);
     }
-    store.receive(&reply(Some("s-rev"), "reviewer", "old reply"), NOW + 20).unwrap();
+    store
+        .receive(&reply(Some("s-rev"), "reviewer", "old reply"), NOW + 20)
+        .unwrap();
     let keep_four = Retention {
         max_messages: 4,
         max_age: Duration::from_secs(365 * 86_400),
@@ -219,7 +253,10 @@ fn retention_prunes_the_oldest_final_messages_and_never_one_still_waiting() {
         search: Some("m0".to_owned()),
         ..LogFilter::default()
     };
-    assert!(texts(&store, &search).is_empty(), "a pruned text is not found");
+    assert!(
+        texts(&store, &search).is_empty(),
+        "a pruned text is not found"
+    );
     // Older than the age allowed: gone, however few there are.
     let week = Retention {
         max_messages: 1_000_000,
@@ -228,18 +265,29 @@ fn retention_prunes_the_oldest_final_messages_and_never_one_still_waiting() {
     assert_eq!(store.prune(&week, NOW + 8 * DAY).unwrap(), 3);
     let left = texts(&store, &LogFilter::default());
     assert_eq!(left, ["still waiting"]);
-    assert_eq!(store.get(&waiting.message.id).unwrap().unwrap().state, State::Waiting);
+    assert_eq!(
+        store.get(&waiting.message.id).unwrap().unwrap().state,
+        State::Waiting
+    );
 }
 
 #[test]
 fn an_export_imported_into_an_empty_store_is_the_same_log_and_again_skips_all() {
     let (_base, mut store) = store();
     let id = delivered(&mut store, "reviewer", "s-rev", "tab\there \u{1b}[2J", NOW);
-    store.receive(&reply(Some("s-rev"), "reviewer", "ok"), NOW + 1).unwrap();
+    store
+        .receive(&reply(Some("s-rev"), "reviewer", "ok"), NOW + 1)
+        .unwrap();
     let mut keyed = message("nobody", "keyed");
     keyed.key = Some("k1".to_owned());
     store.post(&keyed, NOW + 2).unwrap();
-    store.step(&id, &Step::Note("its receiver finished its turn".to_owned()), NOW + 3).unwrap();
+    store
+        .step(
+            &id,
+            &Step::Note("its receiver finished its turn".to_owned()),
+            NOW + 3,
+        )
+        .unwrap();
     let exported: String = records(&store)
         .iter()
         .map(|r| serde_json::to_string(r).unwrap() + "\n")
@@ -254,7 +302,11 @@ fn an_export_imported_into_an_empty_store_is_the_same_log_and_again_skips_all() 
         search: Some("tab".to_owned()),
         ..LogFilter::default()
     };
-    assert_eq!(texts(&empty, &search).len(), 1, "imported texts are searchable");
+    assert_eq!(
+        texts(&empty, &search).len(),
+        1,
+        "imported texts are searchable"
+    );
 }
 
 #[test]
@@ -282,12 +334,21 @@ fn a_bad_line_names_its_number_and_nothing_of_the_file_is_imported() {
         ("{\"id\": \"torn", "not a message record"),
         ("not json at all", "not a message record"),
         (huge.as_str(), "longer than"),
-        (&with("attempts", serde_json::json!("three")), "not a message record"),
+        (
+            &with("attempts", serde_json::json!("three")),
+            "not a message record",
+        ),
         (&with("state", serde_json::json!("teleported")), "no state"),
-        (&with("direction", serde_json::json!("sideways")), "no direction"),
+        (
+            &with("direction", serde_json::json!("sideways")),
+            "no direction",
+        ),
         (&with("id", serde_json::json!("../../etc")), "not a post id"),
         (&with("state", serde_json::json!("sending")), "being sent"),
-        (&with("receipt_basis", serde_json::Value::Null), "needs its basis"),
+        (
+            &with("receipt_basis", serde_json::Value::Null),
+            "needs its basis",
+        ),
         (conflict.as_str(), "with other content"),
     ];
     for (bad, words) in cases {
@@ -298,6 +359,10 @@ fn a_bad_line_names_its_number_and_nothing_of_the_file_is_imported() {
         assert!(text.starts_with("line 3 of backup.jsonl: "), "{text}");
         assert!(text.contains(words), "{words}: {text}");
         assert!(text.ends_with("nothing was imported"), "{text}");
-        assert_eq!(records(&target).len(), 1, "the good line 1 was not kept: {words}");
+        assert_eq!(
+            records(&target).len(),
+            1,
+            "the good line 1 was not kept: {words}"
+        );
     }
 }

@@ -426,7 +426,7 @@ impl Sends<'_> {
         let signalled = Arc::clone(self.state);
         self.handle.send(
             self.journal
-                .job(session_id.to_owned(), send.message.clone(), reply)
+                .job(session_id.to_owned(), send.message.clone(), None, reply)
                 .idle(send.idle())
                 .cancelled_when(move || signalled.signalled.load(Ordering::Acquire)),
         );

@@ -25,8 +25,10 @@
 //! or the mailbox's thread.
 
 mod args;
+mod history;
 mod inbox;
 mod post;
+mod result;
 mod sessions_resource;
 
 use std::borrow::Cow;
@@ -49,17 +51,18 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
-use serde::Serialize;
 use serde_json::Value;
-use tokio::task::JoinError;
 
 use crate::error::{Exit, Failure};
 use crate::json::{EventsJson, SessionDetailJson, SessionJson, SessionsJson, WhoamiJson};
 use crate::ops::{Context, policy, sessions, whoami};
 use crate::output::{Format, Output};
 use crate::signals;
-use args::{ListArgs, OutboxArgs, PolicyArgs, SendArgs, ShowArgs, WaitArgs};
+use args::{
+    HistoryArgs, ListArgs, OutboxArgs, PolicyArgs, ReplyArgs, SendArgs, ShowArgs, WaitArgs,
+};
 use inbox::{Events, Inbox, Whom};
+use result::{blocking, to_json, tool_result};
 
 /// How rmcp begins the message of arguments that do not deserialize.
 const BAD_ARGUMENTS: &str = "failed to deserialize parameters:";
@@ -325,7 +328,9 @@ impl Peers {
         let ct = context.ct.clone();
         let cancelled = Box::new(move || ct.is_cancelled());
         Ok(tool_result(
-            inbox.send(whom, args.message, idle, cancelled).await,
+            inbox
+                .send(whom, (args.message, None), idle, cancelled)
+                .await,
         ))
     }
 
@@ -373,19 +378,58 @@ impl Peers {
             .await;
         Ok(tool_result(to_json(&EventsJson { events: &events })))
     }
+
+    #[tool(
+        description = "The history of this user's messages, out and in (replies and others to any of our senders): {\"messages\":[…]}, each record with direction (in/out), from, to, text, state, receipt, session_id and session_name (the other session), in_reply_to (the post id it answers; inferred=true when taken as the latest message delivered to the replying session) and its timeline. with: the conversation with one session (id or name), oldest first; search: full-text (words, \"a phrase\", word*, AND, OR, NOT), newest first; thread: a message and everything that answered it; direction: in or out; limit 1 to 1000 (default 50), the newest.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn history(
+        &self,
+        Parameters(args): Parameters<HistoryArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        history::history(args).await
+    }
+
+    #[tool(
+        description = "Answer a message that came in (id: its post id, from a message event or history), linked to it (in_reply_to): sent at once through this server's sender to the session it came from while that lives (answered as send_message answers), else queued in the post office for whichever session holds its name (answered with its record).",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn reply(
+        &self,
+        Parameters(args): Parameters<ReplyArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let ct = context.ct;
+        history::reply(self, args, Box::new(move || ct.is_cancelled())).await
+    }
 }
 
 impl Peers {
-    /// `send_message` with `queue`: handed to the post office under `from`, else the
-    /// server's sender name (the post office has a sender of each name).
-    async fn queue(&self, args: SendArgs) -> Result<CallToolResult, ErrorData> {
-        let inbox_from = self
-            .config
+    /// The server's sender name once it has one.
+    async fn sender_name_if_any(&self) -> Option<String> {
+        self.config
             .inbox
             .lock()
             .await
             .as_ref()
-            .map(|inbox| inbox.from.clone());
+            .map(|inbox| inbox.from.clone())
+    }
+
+    /// The server's sender name: its sender's, else the default.
+    async fn sender_name(&self) -> String {
+        self.sender_name_if_any()
+            .await
+            .unwrap_or_else(|| claude_peer_sender::DEFAULT_SENDER_NAME.to_owned())
+    }
+
+    /// `send_message` with `queue`: handed to the post office under `from`, else the
+    /// server's sender name (the post office has a sender of each name).
+    async fn queue(&self, args: SendArgs) -> Result<CallToolResult, ErrorData> {
+        let inbox_from = self.sender_name_if_any().await;
         let order = post::order(args, inbox_from)?;
         let config = Arc::clone(&self.config);
         Ok(blocking(move || post::queue(&config.ctx, config.claude.clone(), &order)).await)
@@ -543,41 +587,4 @@ impl ServerHandler for Peers {
 /// Where scan warnings go: stderr, as with `--json` (stdout is the protocol's).
 fn diagnostics() -> Output {
     Output::new(Format::Json)
-}
-
-pub(super) fn to_json(value: &impl Serialize) -> Result<String, Failure> {
-    serde_json::to_string(value).map_err(|err| Failure::error("internal", err.to_string()))
-}
-
-/// Runs a command's blocking work off the protocol loop, as [`tool_result`].
-async fn blocking(
-    work: impl FnOnce() -> Result<String, Failure> + Send + 'static,
-) -> CallToolResult {
-    tool_result(joined(tokio::task::spawn_blocking(work).await))
-}
-
-/// Blocking work's result, or why it has none.
-fn joined(done: Result<Result<String, Failure>, JoinError>) -> Result<String, Failure> {
-    done.unwrap_or_else(|err| {
-        Err(Failure::error(
-            "internal",
-            format!("the tool's work failed: {err}"),
-        ))
-    })
-}
-
-/// A command's JSON, in its key order, as the result's text and, parsed, its structured
-/// content; a failure is a tool error carrying the failure's JSON.
-fn tool_result(result: Result<String, Failure>) -> CallToolResult {
-    let (text, is_error) = match result {
-        Ok(text) => (text, false),
-        Err(failure) => (failure.json(), true),
-    };
-    let mut result = if is_error {
-        CallToolResult::structured_error(serde_json::from_str(&text).unwrap_or(Value::Null))
-    } else {
-        CallToolResult::structured(serde_json::from_str(&text).unwrap_or(Value::Null))
-    };
-    result.content = vec![ContentBlock::text(text)];
-    result
 }

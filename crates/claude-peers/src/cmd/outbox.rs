@@ -147,12 +147,10 @@ fn mark(marked: &str, style: crate::table::Style) -> String {
     let mut text = String::new();
     for (i, part) in marked.split([MARK_START, MARK_END]).enumerate() {
         let part = field(part);
-        if i % 2 == 1 {
-            text.push_str(&if style.color {
-                style.paint("1", &part)
-            } else {
-                format!("**{part}**")
-            });
+        if i % 2 == 1 && style.color {
+            text.push_str(&style.paint("1", &part));
+        } else if i % 2 == 1 {
+            let _ = write!(text, "**{part}**");
         } else {
             text.push_str(&part);
         }
@@ -162,10 +160,13 @@ fn mark(marked: &str, style: crate::table::Style) -> String {
 
 /// What a record answers, in words: ` answers ID (inferred)`, or nothing.
 fn answers(record: &Record) -> String {
-    record.in_reply_to.as_deref().map_or_else(String::new, |id| {
-        let how = if record.inferred { " (inferred)" } else { "" };
-        format!("  answers {}{how}", field(id))
-    })
+    record
+        .in_reply_to
+        .as_deref()
+        .map_or_else(String::new, |id| {
+            let how = if record.inferred { " (inferred)" } else { "" };
+            format!("  answers {}{how}", field(id))
+        })
 }
 
 /// One record as a conversation line: when, which way, with whom, the text, its id.

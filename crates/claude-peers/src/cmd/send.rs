@@ -16,7 +16,7 @@ use crate::error::{Exit, Failure};
 use crate::json::{BroadcastJson, DeliveredJson};
 use crate::ops::broadcast::{Outcomes, Targets, broadcast};
 use crate::ops::send::{self, Relayed, Via};
-use crate::ops::{Context, absolute, post, sessions};
+use crate::ops::{self, Context, absolute, post, sessions};
 use crate::output::Output;
 use crate::signals::Interrupt;
 use crate::table::field;
@@ -115,18 +115,9 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
     if args.queue {
         return queued(&ctx, args, out);
     }
-    // As the sessions report theirs: links resolved, where the directory exists.
-    let cwd = args
-        .cwd
-        .map(|dir| std::fs::canonicalize(&dir).unwrap_or_else(|_| absolute(dir)));
-    let select = match (cwd, args.all_live) {
-        (Some(dir), _) => Some(Target::Cwd(dir)),
-        (None, true) => Some(Target::AllLive),
-        (None, false) => None,
-    };
     let targets = Targets {
+        select: select(args.cwd, args.all_live),
         given: args.targets,
-        select,
         wait_live: args.wait_live.map(|s| s.0),
     };
     targets.check()?;
@@ -216,11 +207,26 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
     })
 }
 
+/// The sessions `--cwd DIR` or `--all-live` pick; `--cwd` as the sessions report theirs
+/// (links resolved, where the directory exists).
+fn select(cwd: Option<PathBuf>, all_live: bool) -> Option<Target> {
+    let cwd = cwd.map(|dir| std::fs::canonicalize(&dir).unwrap_or_else(|_| absolute(dir)));
+    match (cwd, all_live) {
+        (Some(dir), _) => Some(Target::Cwd(dir)),
+        (None, true) => Some(Target::AllLive),
+        (None, false) => None,
+    }
+}
+
 /// Records each target's send in the user's store, warning when it cannot: the send
 /// itself stands either way.
 fn record(outcomes: &Outcomes, letter: &post::Letter<'_>, out: &Output) {
     for outcome in outcomes.iter() {
-        if let Err(err) = post::record_sent(letter, outcome.target, outcome.result.map_err(|err| err.refusal())) {
+        if let Err(err) = post::record_sent(
+            letter,
+            outcome.target,
+            outcome.result.map_err(ops::Error::refusal),
+        ) {
             out.warn(&format!("the send is not in the log: {err}"));
         }
     }

@@ -85,8 +85,8 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         max_messages: args.keep,
         max_age: args.keep_for.0,
     };
-    let office = PostOffice::new(store, ctx.courier(), ctx.home.clone(), senders)
-        .with_retention(retention);
+    let office =
+        PostOffice::new(store, ctx.courier(), ctx.home.clone(), senders).with_retention(retention);
     server
         .run(office, &ctx.home, idle_exit)
         .map_err(ops::Error::from)?;

@@ -382,16 +382,23 @@ impl<'a> MailboxEventJson<'a> {
         logged: Option<&'a claude_peer_post::Message>,
     ) -> Self {
         match (Self::from(event), logged) {
-            (Self::Message { from, from_name, session_id, text, .. }, Some(logged)) => {
+            (
                 Self::Message {
-                    id: Some(&logged.id),
                     from,
                     from_name,
                     session_id,
-                    in_reply_to: logged.in_reply_to.as_deref(),
                     text,
-                }
-            }
+                    ..
+                },
+                Some(logged),
+            ) => Self::Message {
+                id: Some(&logged.id),
+                from,
+                from_name,
+                session_id,
+                in_reply_to: logged.in_reply_to.as_deref(),
+                text,
+            },
             (json, _) => json,
         }
     }

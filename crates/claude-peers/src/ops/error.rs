@@ -51,6 +51,14 @@ pub(crate) enum Error {
     MessageTooLarge,
     #[error("the message on stdin is not UTF-8; nothing was relayed")]
     MessageNotUtf8,
+    /// `reply`: the message was one of ours, going out.
+    #[error("message {id} was sent from here (to {to}): a reply answers a message that came in")]
+    NotAMessageIn { id: String, to: String },
+    /// `reply`: the message came from a session that is gone and gave no name.
+    #[error(
+        "message {id} came from session {from}, which is not live and gave no name: nothing can reach it"
+    )]
+    NoReplyAddress { id: String, from: String },
     /// `show`: the target is no record's session id and no live session's name.
     #[error("no record has session id `{0}` and no live session is named `{0}`")]
     NotFound(String),
@@ -130,6 +138,8 @@ impl Error {
             Self::MessageTooLarge => "message_too_large",
             Self::MessageNotUtf8 => "message_not_utf8",
             Self::NotFound(_) => "not_found",
+            Self::NotAMessageIn { .. } => "not_a_message_in",
+            Self::NoReplyAddress { .. } => "no_reply_address",
             Self::NotInASession(_) => "not_in_a_session",
             Self::Cancelled => "cancelled",
             Self::MailboxEnded => "mailbox_ended",

@@ -73,3 +73,29 @@ pub(super) struct WaitArgs {
     #[schemars(with = "Option<f64>")]
     pub(super) timeout_s: Option<Value>,
 }
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub(super) struct HistoryArgs {
+    /// The conversation with one session (its id or name), both ways, oldest first.
+    pub(super) with: Option<String>,
+    /// Full-text search of the texts, newest first: words, "a phrase", word*, AND, OR,
+    /// NOT, brackets.
+    pub(super) search: Option<String>,
+    /// A message (post id) and everything that answered it, transitively, oldest first.
+    pub(super) thread: Option<String>,
+    /// Only messages `in` (sent to our senders) or `out`.
+    pub(super) direction: Option<String>,
+    /// At most this many, the newest, from 1 to 1000 (default: 50).
+    pub(super) limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub(super) struct ReplyArgs {
+    /// The post id of the message to answer: one that came in (an event `message`'s
+    /// `id`, or a `history` record's with direction `in`).
+    pub(super) id: String,
+    /// The reply, at most 65536 bytes.
+    pub(super) message: String,
+}

@@ -16,10 +16,10 @@ use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
 
 use super::to_json;
-use crate::ops::history::Journal;
 use crate::error::Failure;
 use crate::json::{BroadcastJson, DeliveredJson, MailboxEventJson};
 use crate::ops::broadcast::{Targets, broadcast_with};
+use crate::ops::history::Journal;
 use crate::ops::send::Via;
 use crate::ops::{self, Context, send, sessions};
 
@@ -149,8 +149,9 @@ impl Inbox {
         let heard = Arc::clone(&journal).events(move |event, logged| {
             events.push(&event, logged.as_ref());
         });
-        let mailbox = MailboxHandle::spawn(Some(first), Some(open), heard)
-            .map_err(|err| Failure::error("mcp_failed", format!("cannot start the mailbox: {err}")))?;
+        let mailbox = MailboxHandle::spawn(Some(first), Some(open), heard).map_err(|err| {
+            Failure::error("mcp_failed", format!("cannot start the mailbox: {err}"))
+        })?;
         Ok(Self {
             journal,
             from,
@@ -165,7 +166,7 @@ impl Inbox {
     pub(crate) async fn send(
         &self,
         whom: Whom,
-        message: String,
+        (message, in_reply_to): (String, Option<String>),
         idle: Idle,
         cancelled: Box<dyn Fn() -> bool + Send>,
     ) -> Answer {
@@ -180,12 +181,12 @@ impl Inbox {
                 let (reply, answer) = oneshot::channel();
                 let job = self
                     .journal
-                    .job(session_id, message, move |sent| {
+                    .job(session_id, message, in_reply_to, move |sent| {
                         let _ = reply.send(sent);
                     })
-                .idle(idle)
-                .wait(Wait::Receipt)
-                .cancelled_when(cancelled);
+                    .idle(idle)
+                    .wait(Wait::Receipt)
+                    .cancelled_when(cancelled);
                 self.mailbox.send(job);
                 match answer.await {
                     Ok(Reply::Sent(Ok(delivered))) => delivered_json(&delivered),
@@ -237,9 +238,14 @@ fn broadcast(
         let (reply, answer) = std::sync::mpsc::channel();
         mailbox.send(
             journal
-                .job(session_id.to_owned(), message.to_owned(), move |sent| {
-                    let _ = reply.send(sent);
-                })
+                .job(
+                    session_id.to_owned(),
+                    message.to_owned(),
+                    None,
+                    move |sent| {
+                        let _ = reply.send(sent);
+                    },
+                )
                 .idle(idle),
         );
         match answer.recv() {

@@ -70,16 +70,18 @@ impl Mail {
             }
         };
         let to = self.to.clone();
-        let job = mailbox.1.job(session_id.clone(), message, move |reply| {
-            let result = match reply {
-                Reply::Sent(sent) => sent.map_err(Failure::from),
-                Reply::Cancelled => Err(Failure::error(
-                    "cancelled",
-                    "top is closing; nothing was sent",
-                )),
-            };
-            let _ = to.send(LoopInput::Mail(Heard::Sent { session_id, result }));
-        });
+        let job = mailbox
+            .1
+            .job(session_id.clone(), message, None, move |reply| {
+                let result = match reply {
+                    Reply::Sent(sent) => sent.map_err(Failure::from),
+                    Reply::Cancelled => Err(Failure::error(
+                        "cancelled",
+                        "top is closing; nothing was sent",
+                    )),
+                };
+                let _ = to.send(LoopInput::Mail(Heard::Sent { session_id, result }));
+            });
         mailbox.0.send(job);
     }
 
@@ -98,7 +100,9 @@ impl Mail {
             let _ = to.send(LoopInput::Mail(Heard::Event(event)));
         });
         let mailbox = MailboxHandle::spawn(None, Some(send::mailboxes(&self.ctx, &relay)), heard)
-            .map_err(|err| Failure::error("top_failed", format!("cannot start a thread: {err}")))?;
+            .map_err(|err| {
+            Failure::error("top_failed", format!("cannot start a thread: {err}"))
+        })?;
         Ok(self.mailbox.get_or_init(|| (mailbox, journal)))
     }
 

@@ -109,7 +109,9 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     let mut dashboard = Dashboard {
         ctx,
         mail: &mail,
-        history: default_store_path().and_then(|path| Store::open(&path)).ok(),
+        history: default_store_path()
+            .and_then(|path| Store::open(&path))
+            .ok(),
         state,
         rings: 0,
     };
@@ -254,9 +256,10 @@ fn conversation(history: &Store, session_id: &str) -> Vec<Said> {
             at_ms: message.created_at_ms,
             incoming: message.direction == Direction::In,
             fate: (message.direction == Direction::Out).then(|| {
-                message
-                    .receipt
-                    .map_or_else(|| message.state.to_string(), |r| r.outcome.as_str().to_owned())
+                message.receipt.map_or_else(
+                    || message.state.to_string(),
+                    |r| r.outcome.as_str().to_owned(),
+                )
             }),
             text: message.text,
         });

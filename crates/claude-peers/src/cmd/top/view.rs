@@ -283,7 +283,13 @@ fn details(frame: &mut Frame<'_>, state: &State, session_id: &str, area: Rect) {
             let (arrow, fate) = if line.incoming {
                 ("<-", String::new())
             } else {
-                ("->", line.fate.as_deref().map(|f| format!("  ({})", field(f))).unwrap_or_default())
+                (
+                    "->",
+                    line.fate
+                        .as_deref()
+                        .map(|f| format!("  ({})", field(f)))
+                        .unwrap_or_default(),
+                )
             };
             lines.push(Line::from(format!(
                 "{}  {arrow} {}{fate}",
