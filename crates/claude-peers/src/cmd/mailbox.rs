@@ -25,6 +25,7 @@ use crate::json::{MailboxEventJson, SessionJson};
 use crate::ops::broadcast::{SendOrder, Targets};
 use crate::ops::history::Journal;
 use crate::ops::{Context, send, sessions};
+use crate::output::{Format, Output};
 use crate::signals;
 
 /// The longest request line read: one message, JSON-escaped, with room.
@@ -113,7 +114,10 @@ pub(crate) fn run(
         from: from.clone(),
         claude: claude.clone(),
     };
-    let journal = Journal::open(&from)?;
+    let (journal, unrecorded) = Journal::open(&from);
+    if let Some(err) = unrecorded {
+        Output::new(Format::Json).warn(&format!("the history is not kept: {err}"));
+    }
     let relay = send::claude(claude, from, timeout)?;
     let mailbox = send::mailboxes(ctx, &relay)()?;
     state.sender.store(mailbox.pid(), Ordering::Release);

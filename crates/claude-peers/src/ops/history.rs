@@ -62,21 +62,39 @@ pub(crate) fn reply_to(ctx: &Context, id: &str) -> Result<ReplyTo, Error> {
 }
 
 /// The store, open for one sender name. What cannot be recorded is left out: the send
-/// or event itself stands (the store's own failure is told when it is opened).
+/// or event itself stands (a store that cannot be opened is told when it is opened).
 #[derive(Debug)]
 pub(crate) struct Journal {
     from: String,
-    store: Mutex<Store>,
+    store: Option<Mutex<Store>>,
 }
 
 impl Journal {
-    /// The history of the sender named `from`, in the user's store.
-    pub(crate) fn open(from: &str) -> Result<Arc<Self>, Error> {
-        let store = Store::open(&default_store_path()?)?;
-        Ok(Arc::new(Self {
+    /// The history of the sender named `from`, in the user's store; one that records
+    /// nothing when the store cannot be opened, and why.
+    pub(crate) fn open(from: &str) -> (Arc<Self>, Option<Error>) {
+        let store = default_store_path()
+            .and_then(|path| Store::open(&path))
+            .map_err(Error::from);
+        let (store, err) = match store {
+            Ok(store) => (Some(Mutex::new(store)), None),
+            Err(err) => (None, Some(err)),
+        };
+        let journal = Self {
             from: from.to_owned(),
-            store: Mutex::new(store),
-        }))
+            store,
+        };
+        (Arc::new(journal), err)
+    }
+
+    /// Does `record` with the store, when there is one.
+    fn with<T>(&self, record: impl FnOnce(&mut Store) -> Option<T>) -> Option<T> {
+        let mut store = self
+            .store
+            .as_ref()?
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        record(&mut store)
     }
 
     /// `message` for `session_id` (answering `in_reply_to`) as a job whose outcome is
@@ -106,12 +124,11 @@ impl Journal {
         mut each: impl FnMut(MailboxEvent, Option<Message>) + Send + 'static,
     ) -> impl FnMut(MailboxEvent) + Send + 'static {
         move |event| {
-            let logged = {
-                let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-                claude_peer_post::record_heard(&mut store, &self.from, &event)
+            let logged = self.with(|store| {
+                claude_peer_post::record_heard(store, &self.from, &event)
                     .ok()
                     .flatten()
-            };
+            });
             each(event, logged);
         }
     }
@@ -130,8 +147,7 @@ impl Journal {
         };
         let result = result.as_deref().map_err(|err| err.refusal().cloned());
         if let Some((new, steps, now)) = sent_record(&letter, target, result) {
-            let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-            let _ = store.record(&new, &steps, now);
+            self.with(|store| store.record(&new, &steps, now).ok());
         }
     }
 }

@@ -32,9 +32,20 @@ impl MailboxProcess {
         Self::start_with(home, &claude())
     }
 
-    /// A mailbox sending with the Claude Code at `claude`.
+    /// A mailbox sending with the Claude Code at `claude`, its history in a store of
+    /// its own.
     pub(crate) fn start_with(home: &Path, claude: &Path) -> Self {
+        Self::spawn(home, claude, None)
+    }
+
+    /// A mailbox keeping its history in the store under `state` (as `cli` keeps it).
+    pub(crate) fn start_in(home: &Path, state: &Path) -> Self {
+        Self::spawn(home, &claude(), Some(state))
+    }
+
+    fn spawn(home: &Path, claude: &Path, state: Option<&Path>) -> Self {
         let cache = tempfile::tempdir().unwrap();
+        let state = state.map_or_else(|| cache.path().join("state"), |s| s.join("state"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
             .arg("--home")
             .arg(home)
@@ -49,6 +60,7 @@ impl MailboxProcess {
             .arg(cache.path().join("none.json"))
             .env_remove("XDG_RUNTIME_DIR")
             .env("XDG_CACHE_HOME", cache.path())
+            .env("XDG_STATE_HOME", state)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

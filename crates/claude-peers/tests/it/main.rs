@@ -7,6 +7,7 @@ mod broadcast;
 mod claude;
 mod doctor;
 mod guard;
+mod history;
 mod list;
 mod mailbox;
 mod mailbox_broadcast;

@@ -222,7 +222,7 @@ fn the_tools_and_the_resource_are_what_a_client_sees_with_schemas_and_one_line_d
     names.sort_unstable();
     assert_eq!(
         names.join(" "),
-        "inbound_policy list_sessions outbox send_message show_session wait_for_messages whoami",
+        "history inbound_policy list_sessions outbox reply send_message show_session wait_for_messages whoami",
         "no tool changes settings"
     );
     for tool in &tools {

@@ -193,8 +193,11 @@ fn cli(home: &Path, state: &Path, args: &[&str]) -> (i32, serde_json::Value) {
         .arg("--home")
         .arg(home)
         .arg(args[0])
-        .arg("--claude")
-        .arg(claude())
+        .args(if args[0] == "log" {
+            Vec::new()
+        } else {
+            vec![std::ffi::OsString::from("--claude"), claude().into()]
+        })
         .args(&args[1..])
         .env_remove("XDG_RUNTIME_DIR")
         .env("XDG_CACHE_HOME", state.join("cache"))

@@ -128,7 +128,7 @@ fn a_send_goes_through_a_running_post_office_and_every_send_is_in_the_log() {
     );
 
     let log = wait_for(Duration::from_secs(10), || {
-        let (_, log, _) = cli(home.path(), state.path(), &["log", "--claude", claude]);
+        let (_, log, _) = cli(home.path(), state.path(), &["log"]);
         (log.as_array()?.len() == 4).then_some(log)
     })
     .expect("four sends in the log");

@@ -22,6 +22,7 @@ use crate::ops::broadcast::{Targets, broadcast_with};
 use crate::ops::history::Journal;
 use crate::ops::send::Via;
 use crate::ops::{self, Context, send, sessions};
+use crate::output::{Format, Output};
 
 /// The most events kept for `wait_for_messages`; older ones are dropped and counted.
 const MAX_EVENTS: usize = 1000;
@@ -142,7 +143,10 @@ impl Inbox {
         from: String,
         events: Arc<Events>,
     ) -> Result<Self, Failure> {
-        let journal = Journal::open(&from)?;
+        let (journal, unrecorded) = Journal::open(&from);
+        if let Some(err) = unrecorded {
+            Output::new(Format::Json).warn(&format!("the history is not kept: {err}"));
+        }
         let relay = send::claude(claude, from.clone(), DEFAULT_TIMEOUT)?;
         let mut open = send::mailboxes(ctx, &relay);
         let first = open()?;

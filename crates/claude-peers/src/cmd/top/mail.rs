@@ -89,7 +89,8 @@ impl Mail {
         if let Some(mailbox) = self.mailbox.get() {
             return Ok(mailbox);
         }
-        let journal = Journal::open(&self.origin.from)?;
+        // Without a store the dashboard still sends; its details show no conversation.
+        let (journal, _) = Journal::open(&self.origin.from);
         let relay = send::claude(
             self.origin.claude.clone(),
             self.origin.from.clone(),
