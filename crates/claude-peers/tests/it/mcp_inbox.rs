@@ -30,7 +30,8 @@ fn sending_server(receiver: &Receiver, cache: &Path) -> Mcp {
     Mcp::start_with(receiver.home.path(), &args, |command| {
         command
             .env_remove("XDG_RUNTIME_DIR")
-            .env("XDG_CACHE_HOME", cache);
+            .env("XDG_CACHE_HOME", cache)
+            .env("XDG_STATE_HOME", cache.join("state"));
     })
 }
 
@@ -72,6 +73,25 @@ fn a_reply_to_send_message_comes_back_once_through_wait_for_messages() {
             assert!(!events.contains(event), "returned twice: {event}");
         }
     }
+
+    // The history has both, the reply linked to what it answers, as the event said.
+    let history = mcp.ok("history", json!({"with": receiver.session_id}));
+    let chat = history["messages"].as_array().unwrap();
+    let texts: Vec<&str> = chat.iter().map(|r| r["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["please reply", reply], "{history}");
+    assert_eq!((&message["id"], &message["in_reply_to"]), (&chat[1]["id"], &chat[0]["id"]));
+    assert_eq!(chat[1]["inferred"], true);
+    // `reply` answers it through the same sender, linked.
+    let answered = mcp.ok("reply", json!({"id": message["id"], "message": "thanks"}));
+    assert_eq!(answered["delivered"], true, "{answered}");
+    let thread = mcp.ok("history", json!({"thread": chat[0]["id"]}));
+    let thread = thread["messages"].as_array().unwrap();
+    assert_eq!(thread.len(), 3, "{thread:?}");
+    assert_eq!(thread[2]["in_reply_to"], message["id"]);
+    // A search the index cannot run is a malformed call.
+    let (code, words) = mcp.rpc_error("history", json!({"search": "thanks AND"}));
+    assert_eq!(code, -32602, "{words}");
+    assert!(words.contains("a word is still expected"), "{words}");
 }
 
 #[test]
