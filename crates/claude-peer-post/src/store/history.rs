@@ -135,7 +135,7 @@ impl Store {
         )
         .and_then(|_| {
             tx.execute(
-                "INSERT INTO change (message, at_ms, state, detail) VALUES (last_insert_rowid(), ?1, 'received', ?2)",
+                "INSERT INTO change (message, n, at_ms, state, detail) VALUES (last_insert_rowid(), 0, ?1, 'received', ?2)",
                 params![ms(now_ms), format!("from {}", inbound.from_address)],
             )
         })
@@ -189,7 +189,7 @@ impl Store {
                 .execute(
                     &format!(
                         "DELETE FROM message WHERE seq IN (SELECT seq FROM message
-                         WHERE created_at_ms < ?1 AND state NOT IN {OPEN} ORDER BY created_at_ms LIMIT ?2)"
+                         WHERE created_at_ms < ?1 AND state NOT IN {OPEN} ORDER BY seq LIMIT ?2)"
                     ),
                     params![cutoff, PRUNE_BATCH],
                 )

@@ -151,11 +151,12 @@ fn take(tx: &Connection, record: &Record, done: &mut Imported) -> Result<(), Tak
     })?;
     let seq = tx.last_insert_rowid();
     let mut change = tx.prepare_cached(
-        "INSERT INTO change (message, at_ms, state, outcome, basis, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO change (message, n, at_ms, state, outcome, basis, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
-    for step in &record.timeline {
+    for (n, step) in (0_i64..).zip(&record.timeline) {
         change.execute(params![
             seq,
+            n,
             ms(step.at_ms),
             step.state,
             step.receipt,

@@ -322,7 +322,7 @@ fn insert(conn: &Connection, id: &str, new: &NewMessage, now_ms: u64) -> rusqlit
         ],
     )?;
     conn.execute(
-        "INSERT INTO change (message, at_ms, state, detail) VALUES (last_insert_rowid(), ?1, 'waiting', ?2)",
+        "INSERT INTO change (message, n, at_ms, state, detail) VALUES (last_insert_rowid(), 0, ?1, 'waiting', ?2)",
         params![ms(now_ms), reason],
     )?;
     Ok(())

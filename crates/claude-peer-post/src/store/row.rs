@@ -113,7 +113,7 @@ fn attempt(row: &Row<'_>) -> rusqlite::Result<Option<Attempt>> {
 /// The timeline of the message `seq`, oldest first.
 fn timeline(conn: &Connection, seq: u64) -> rusqlite::Result<Vec<Change>> {
     let mut statement = conn.prepare_cached(
-        "SELECT state, at_ms, outcome, basis, detail FROM change WHERE message = ?1 ORDER BY rowid",
+        "SELECT state, at_ms, outcome, basis, detail FROM change WHERE message = ?1 ORDER BY n",
     )?;
     let changes = statement.query_map([ms(seq)], |row| {
         Ok(Change {
@@ -268,8 +268,9 @@ pub(super) fn apply(
         )?,
     };
     conn.execute(
-        "INSERT INTO change (message, at_ms, state, outcome, basis, detail)
-         SELECT seq, ?2, ?3, ?4, ?5, ?6 FROM message WHERE id = ?1",
+        "INSERT INTO change (message, n, at_ms, state, outcome, basis, detail)
+         SELECT seq, (SELECT count(*) FROM change WHERE message = seq), ?2, ?3, ?4, ?5, ?6
+         FROM message WHERE id = ?1",
         params![id, ms(at_ms), state, outcome, basis, detail],
     )?;
     Ok(())

@@ -58,7 +58,8 @@ ALTER TABLE message ADD COLUMN attempt_transcript_len INTEGER;
 CREATE INDEX message_msg_id ON message (msg_id) WHERE msg_id IS NOT NULL;
 ",
     // History: messages in as well as out, what each answers, the other session's name,
-    // and the full-text index of every text (the texts themselves are not copied).
+    // the full-text index of every text (the texts themselves are not copied), and the
+    // timeline kept in each message's order without an index of its own.
     r"
 ALTER TABLE message ADD COLUMN direction TEXT NOT NULL DEFAULT 'out';
 ALTER TABLE message ADD COLUMN session_name TEXT;
@@ -66,10 +67,10 @@ ALTER TABLE message ADD COLUMN in_reply_to TEXT;
 ALTER TABLE message ADD COLUMN inferred INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX message_session ON message (session_id) WHERE session_id IS NOT NULL;
 CREATE INDEX message_session_name ON message (session_name) WHERE session_name IS NOT NULL;
-CREATE INDEX message_address ON message (address);
 CREATE INDEX message_in_reply_to ON message (in_reply_to) WHERE in_reply_to IS NOT NULL;
-CREATE INDEX message_created ON message (created_at_ms);
-CREATE VIRTUAL TABLE message_text USING fts5 (text, content = 'message', content_rowid = 'seq');
+CREATE VIRTUAL TABLE message_text USING fts5 (
+    text, content = 'message', content_rowid = 'seq', columnsize = 0
+);
 INSERT INTO message_text (message_text) VALUES ('rebuild');
 CREATE TRIGGER message_text_insert AFTER INSERT ON message BEGIN
     INSERT INTO message_text (rowid, text) VALUES (new.seq, new.text);
@@ -80,6 +81,22 @@ END;
 CREATE TRIGGER message_text_fixed BEFORE UPDATE OF text ON message BEGIN
     SELECT RAISE (ABORT, 'a message text never changes');
 END;
+CREATE TABLE change_by_message (
+    message INTEGER NOT NULL REFERENCES message (seq) ON DELETE CASCADE,
+    n INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    outcome TEXT,
+    basis TEXT,
+    detail TEXT,
+    PRIMARY KEY (message, n)
+) WITHOUT ROWID;
+INSERT INTO change_by_message
+    SELECT message, row_number() OVER (PARTITION BY message ORDER BY rowid) - 1,
+           at_ms, state, outcome, basis, detail
+    FROM change;
+DROP TABLE change;
+ALTER TABLE change_by_message RENAME TO change;
 ",
 ];
 
@@ -244,4 +261,61 @@ pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), Error> {
             .map_err(sqlite)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::ControlFlow;
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::{LogFilter, Store};
+
+    #[test]
+    fn a_store_of_schema_2_keeps_its_timelines_in_order_and_its_texts_become_searchable() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        let path = dir.path().join("post.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+            for migration in &MIGRATIONS[..2] {
+                conn.execute_batch(migration).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 2).unwrap();
+            conn.pragma_update(None, "application_id", APPLICATION_ID)
+                .unwrap();
+            conn.execute_batch(
+                "INSERT INTO message (id, sender, to_kind, address, text, state, created_at_ms, expires_at_ms)
+                 VALUES ('00000000000000a1', 'bot', 'name', 'ada', 'the build is green', 'delivered', 1, 2);
+                 INSERT INTO change (message, at_ms, state, detail) VALUES
+                     (1, 1, 'waiting', 'posted'), (1, 3, 'sending', 'attempt 1'), (1, 2, 'delivered', 'to s');",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let message = store.get("00000000000000a1").unwrap().unwrap();
+        let details: Vec<_> = message
+            .timeline
+            .iter()
+            .map(|c| c.detail.clone().unwrap())
+            .collect();
+        assert_eq!(
+            details,
+            ["posted", "attempt 1", "to s"],
+            "in the order written"
+        );
+        let filter = LogFilter {
+            search: Some("green".to_owned()),
+            ..LogFilter::default()
+        };
+        let mut found = 0;
+        store
+            .log(&filter, |_| {
+                found += 1;
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!(found, 1);
+    }
 }

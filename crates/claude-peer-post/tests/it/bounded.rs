@@ -67,7 +67,7 @@ fn a_hundred_thousand_waiting_messages_are_streamed_not_held() {
         )
         .unwrap();
         tx.execute(
-            "INSERT INTO change (message, at_ms, state, detail) SELECT seq, created_at_ms, 'waiting', 'posted' FROM message WHERE seq > 1",
+            "INSERT INTO change (message, n, at_ms, state, detail) SELECT seq, 0, created_at_ms, 'waiting', 'posted' FROM message WHERE seq > 1",
             [],
         )
         .unwrap();

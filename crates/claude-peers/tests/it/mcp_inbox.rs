@@ -79,7 +79,10 @@ fn a_reply_to_send_message_comes_back_once_through_wait_for_messages() {
     let chat = history["messages"].as_array().unwrap();
     let texts: Vec<&str> = chat.iter().map(|r| r["text"].as_str().unwrap()).collect();
     assert_eq!(texts, ["please reply", reply], "{history}");
-    assert_eq!((&message["id"], &message["in_reply_to"]), (&chat[1]["id"], &chat[0]["id"]));
+    assert_eq!(
+        (&message["id"], &message["in_reply_to"]),
+        (&chat[1]["id"], &chat[0]["id"])
+    );
     assert_eq!(chat[1]["inferred"], true);
     // `reply` answers it through the same sender, linked.
     let answered = mcp.ok("reply", json!({"id": message["id"], "message": "thanks"}));
