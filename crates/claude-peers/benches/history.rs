@@ -54,6 +54,15 @@ fn median(home: &Path, state: &Path, args: &[&str]) -> Duration {
     times[ROUNDS / 2]
 }
 
+/// `n` as a float, exactly (a count or size of this benchmark is far below 2^32).
+fn float(n: u64) -> f64 {
+    f64::from(u32::try_from(n).unwrap())
+}
+
+fn mib(bytes: u64) -> f64 {
+    float(bytes / 1024) / 1024.0
+}
+
 fn now_ms() -> u64 {
     u64::try_from(
         SystemTime::now()
@@ -179,10 +188,10 @@ fn main() {
     let allowed = 2 * text_bytes + 300 * n as u64;
     println!(
         "store: {:.1} MiB for {:.1} MiB of text = {:.0} bytes a message beyond the text; allowed 2 x text + 300 a message = {:.1} MiB",
-        bytes as f64 / 1_048_576.0,
-        text_bytes as f64 / 1_048_576.0,
-        (bytes.saturating_sub(text_bytes)) as f64 / n as f64,
-        allowed as f64 / 1_048_576.0,
+        mib(bytes),
+        mib(text_bytes),
+        float(bytes.saturating_sub(text_bytes)) / float(n as u64),
+        mib(allowed),
     );
     let base = median(&home, &state, &["list"]);
     println!(
@@ -241,14 +250,19 @@ fn main() {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let (code, _) = (serve.wait().unwrap(), ());
-    assert!(code.success());
+    assert!(serve.wait().unwrap().success());
     let after = store_bytes(&state);
+    let kept = command(&home, &state, &["log", "--export"])
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    let kept = String::from_utf8(kept.stdout).unwrap().lines().count();
+    assert_eq!(kept, n / 2, "the post office kept what --keep says");
     println!(
         "post office pruning {} of {n}: done and idled out in {:.1} s (1 s of it idle), peak RSS {:.1} MiB; store then {:.1} MiB",
         n - n / 2,
         started.elapsed().as_secs_f64(),
-        peak as f64 / 1024.0,
-        after as f64 / 1_048_576.0,
+        float(peak) / 1024.0,
+        mib(after),
     );
 }

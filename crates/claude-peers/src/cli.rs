@@ -129,9 +129,9 @@ pub(crate) enum Command {
     Reply(cmd::reply::Args),
     /// Serve the sessions as MCP tools on stdin and stdout, for any MCP client
     ///
-    /// Tools: list_sessions, show_session, whoami, inbound_policy (read-only),
-    /// send_message (through one long-lived Claude Code sender, as mailbox sends) and
-    /// wait_for_messages (its replies and later receipts); the resource
+    /// Tools: list_sessions, show_session, whoami, inbound_policy, history (read-only),
+    /// send_message and reply (through one long-lived Claude Code sender, as mailbox
+    /// sends), outbox, and wait_for_messages (its replies and later receipts); the resource
     /// claude-peers://sessions, which a client can subscribe to. No tool changes
     /// settings. Diagnostics go to stderr.
     Mcp {
