@@ -6,10 +6,10 @@ use std::ops::ControlFlow;
 
 use claude_peer_deliver::{Basis, Outcome};
 use claude_peer_probe::stream::{Line, read_lines};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::row::{self, ms};
-use super::{Store, failed};
+use super::{Store, failed, schema};
 use crate::Error;
 use crate::message::{AddressKind, Direction, State};
 use crate::protocol::Record;
@@ -17,6 +17,9 @@ use crate::protocol::Record;
 /// The longest line an import reads: a message of 64 KiB escaped at its worst, with a
 /// long timeline.
 pub const MAX_IMPORT_LINE: usize = 1 << 20;
+
+/// The page cache an import may use, in KiB as SQLite's `cache_size` takes it (negative).
+const IMPORT_CACHE_KIB: i64 = -65_536;
 
 /// What [`Store::import`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,9 +39,25 @@ impl Store {
     pub fn import(&mut self, file: &str, reader: impl Read) -> Result<Imported, Error> {
         let path = self.path.clone();
         let sqlite = failed(&path);
+        // One transaction of a million records: pages kept in memory rather than spilled
+        // to the log and read back, up to a bound.
+        self.conn()
+            .pragma_update(None, "cache_size", IMPORT_CACHE_KIB)
+            .and_then(|()| self.conn().pragma_update(None, "temp_store", "MEMORY"))
+            .map_err(sqlite)?;
         let tx = self
             .conn()
             .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sqlite)?;
+        // Indexed at once, after the rows: see `schema::TEXT_INSERT_TRIGGER`.
+        let before: i64 = tx
+            .query_row("SELECT coalesce(max(seq), 0) FROM message", [], |row| {
+                row.get(0)
+            })
+            .and_then(|before| {
+                tx.execute_batch("DROP TRIGGER message_text_insert")?;
+                Ok(before)
+            })
             .map_err(sqlite)?;
         let mut done = Imported::default();
         let mut number = 0_u64;
@@ -75,7 +94,13 @@ impl Store {
             return Err(err);
         }
         read.map_err(|err| bad(number + 1, format!("cannot be read: {err}")))?;
-        tx.commit().map_err(sqlite)?;
+        tx.execute(
+            "INSERT INTO message_text (rowid, text) SELECT seq, text FROM message WHERE seq > ?1",
+            [before],
+        )
+        .and_then(|_| tx.execute_batch(schema::TEXT_INSERT_TRIGGER))
+        .and_then(|()| tx.commit())
+        .map_err(sqlite)?;
         Ok(done)
     }
 }
@@ -94,26 +119,13 @@ impl From<rusqlite::Error> for Taken {
 
 /// Stores `record`, or skips it when the store holds it exactly so.
 fn take(tx: &Connection, record: &Record, done: &mut Imported) -> Result<(), Taken> {
-    let held: Option<i64> = tx
-        .prepare_cached("SELECT seq FROM message WHERE id = ?1")?
-        .query_row([&record.id], |row| row.get(0))
-        .optional()?;
-    if held.is_some() {
-        let same = row::load(tx, &record.id)?.is_some_and(|m| Record::from(&m) == *record);
-        if !same {
-            return Err(Taken::Other(format!(
-                "the store holds message {} already, with other content",
-                record.id
-            )));
-        }
-        done.skipped += 1;
-        return Ok(());
-    }
-    tx.prepare_cached(
+    let inserted = tx
+        .prepare_cached(
         "INSERT INTO message (id, direction, sender, key, to_kind, address, text, state, reason,
          outcome, basis, msg_id, session_id, session_name, in_reply_to, inferred, attempts,
          created_at_ms, expires_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+         ON CONFLICT (id) DO NOTHING",
     )?
     .execute(params![
         record.id,
@@ -149,6 +161,18 @@ fn take(tx: &Connection, record: &Record, done: &mut Imported) -> Result<(), Tak
         }
         err => Taken::Sqlite(err),
     })?;
+    if inserted == 0 {
+        // Its id is the store's already: the same record, or a conflict.
+        let same = row::load(tx, &record.id)?.is_some_and(|m| Record::from(&m) == *record);
+        if !same {
+            return Err(Taken::Other(format!(
+                "the store holds message {} already, with other content",
+                record.id
+            )));
+        }
+        done.skipped += 1;
+        return Ok(());
+    }
     let seq = tx.last_insert_rowid();
     let mut change = tx.prepare_cached(
         "INSERT INTO change (message, n, at_ms, state, outcome, basis, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -15,6 +15,22 @@ use crate::Error;
 /// Marks the file as this project's store (`PRAGMA application_id`): "cpst".
 const APPLICATION_ID: i64 = 0x6370_7374;
 
+/// The trigger that indexes each new text: also what an import drops while it writes, and
+/// makes again once it has indexed what it wrote at once (a trigger indexes one text a
+/// statement, flushing the index each time).
+macro_rules! text_insert_trigger {
+    () => {
+        "
+CREATE TRIGGER message_text_insert AFTER INSERT ON message BEGIN
+    INSERT INTO message_text (rowid, text) VALUES (new.seq, new.text);
+END;
+"
+    };
+}
+
+/// See [`text_insert_trigger`].
+pub(super) const TEXT_INSERT_TRIGGER: &str = text_insert_trigger!();
+
 /// Each schema version's migration from the one before; the store's `user_version` is
 /// how many have run. Append only: a released migration is never changed.
 const MIGRATIONS: [&str; 3] = [
@@ -60,7 +76,8 @@ CREATE INDEX message_msg_id ON message (msg_id) WHERE msg_id IS NOT NULL;
     // History: messages in as well as out, what each answers, the other session's name,
     // the full-text index of every text (the texts themselves are not copied), and the
     // timeline kept in each message's order without an index of its own.
-    r"
+    concat!(
+        r"
 ALTER TABLE message ADD COLUMN direction TEXT NOT NULL DEFAULT 'out';
 ALTER TABLE message ADD COLUMN session_name TEXT;
 ALTER TABLE message ADD COLUMN in_reply_to TEXT;
@@ -72,9 +89,9 @@ CREATE VIRTUAL TABLE message_text USING fts5 (
     text, content = 'message', content_rowid = 'seq', columnsize = 0
 );
 INSERT INTO message_text (message_text) VALUES ('rebuild');
-CREATE TRIGGER message_text_insert AFTER INSERT ON message BEGIN
-    INSERT INTO message_text (rowid, text) VALUES (new.seq, new.text);
-END;
+",
+        text_insert_trigger!(),
+        r"
 CREATE TRIGGER message_text_delete AFTER DELETE ON message BEGIN
     INSERT INTO message_text (message_text, rowid, text) VALUES ('delete', old.seq, old.text);
 END;
@@ -97,7 +114,8 @@ INSERT INTO change_by_message
     FROM change;
 DROP TABLE change;
 ALTER TABLE change_by_message RENAME TO change;
-",
+"
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -152,17 +152,17 @@ fn a_reply_follows_the_message_it_answers_and_reply_answers_it_in_turn() {
         "{own}"
     );
 
-    // Search: found, marked in words, exact in JSON; a bad search is a usage error.
-    let found = records(home, state.path(), &["log", "--search", "looks"]);
+    searched(home, state.path());
+}
+
+/// Search: found, marked in words, exact in JSON; a bad search is a usage error.
+fn searched(home: &Path, state: &Path) {
+    let found = records(home, state, &["log", "--search", "looks"]);
     assert_eq!(texts(&found), ["PR 13 looks good"]);
-    let shown = peers(home, state.path(), &["log", "--search", "looks"]);
+    let shown = peers(home, state, &["log", "--search", "looks"]);
     let shown = String::from_utf8(shown.stdout).unwrap();
     assert!(shown.contains("PR 13 **looks** good"), "{shown}");
-    let bad = peers(
-        home,
-        state.path(),
-        &["--json", "log", "--search", "\"PR 13"],
-    );
+    let bad = peers(home, state, &["--json", "log", "--search", "\"PR 13"]);
     assert_eq!(bad.status.code(), Some(2));
     let bad: Value = serde_json::from_slice(&bad.stdout).unwrap();
     assert_eq!(bad["error"], "bad_search");
