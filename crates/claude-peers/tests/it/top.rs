@@ -50,10 +50,10 @@ impl Terminal {
     }
 
     /// `top` started from the shell for the Claude home `home`, sending with the pinned
-    /// Claude Code and `cache` as its cache directory.
+    /// Claude Code, `cache` as its cache directory and its history under it.
     pub(crate) fn top(&self, home: &Path, cache: &Path, args: &str) {
         self.line(&format!(
-            "XDG_CACHE_HOME={cache} {bin} --home {home} top --claude {claude} \
+            "XDG_CACHE_HOME={cache} XDG_STATE_HOME={cache}/state {bin} --home {home} top --claude {claude} \
              --managed-settings {cache}/no-managed-settings.json {args}",
             cache = cache.display(),
             bin = env!("CARGO_BIN_EXE_claude-peers"),
@@ -130,6 +130,23 @@ impl Terminal {
 
     pub(crate) fn screen(&self) -> String {
         self.screen_of(false)
+    }
+
+    /// Waits until the program the shell ran has ended: the pane runs the shell alone.
+    pub(crate) fn wait_for_shell(&self) {
+        let shell_alone = wait_for(LIMIT, || {
+            let output = tmux()
+                .args(["display-message", "-p", "-t", &self.name])
+                .arg("#{pane_current_command}")
+                .output()
+                .unwrap();
+            (String::from_utf8_lossy(&output.stdout).trim() == "sh").then_some(())
+        });
+        assert!(
+            shell_alone.is_some(),
+            "the program never ended:\n{}",
+            self.screen()
+        );
     }
 
     /// Waits until the screen shows `what` (as `check` says), and returns it; fails

@@ -147,4 +147,25 @@ fn top_follows_real_sessions_lists_the_waiting_first_and_messages_one_with_its_r
     terminal.wait("the third session gone", |s| !s.contains(&gamma_name));
     terminal.text("q");
     terminal.wait("the shell", |s| !s.contains("claude-peers top"));
+    terminal.wait_for_shell();
+
+    // Started again, its details show the conversation from the history.
+    terminal.top(home.path(), cache.path(), "");
+    terminal.text(&format!("/{idle_name}"));
+    terminal.keys(&["Enter"]);
+    terminal.wait("only the idle session", |s| {
+        s.contains(&idle_name) && !s.contains(&waiting_name)
+    });
+    terminal.keys(&["Enter"]);
+    let details = terminal.wait("the conversation", |s| s.contains(REPLY));
+    assert!(
+        details.contains("-> hello from the dashboard  (read)"),
+        "what was sent, and what became of it:\n{details}"
+    );
+    terminal.keys(&["Escape"]);
+    terminal.wait("the table", |s| row(s, "NAME").is_some());
+    terminal.keys(&["Escape"]);
+    terminal.wait("no filter", |s| !s.contains("filter:"));
+    terminal.text("q");
+    terminal.wait("the shell", |s| !s.contains("claude-peers top"));
 }
