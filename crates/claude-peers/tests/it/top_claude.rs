@@ -149,12 +149,22 @@ fn top_follows_real_sessions_lists_the_waiting_first_and_messages_one_with_its_r
     terminal.wait("the shell", |s| !s.contains("claude-peers top"));
     terminal.wait_for_shell();
 
-    // Started again, its details show the conversation from the history.
-    terminal.top(home.path(), cache.path(), "");
+    conversation_after_a_restart(&terminal, &home, cache.path(), &idle_name, &waiting_name);
+}
+
+/// `top` started again: its details show the conversation from the history.
+fn conversation_after_a_restart(
+    terminal: &Terminal,
+    home: &Arc<tempfile::TempDir>,
+    cache: &std::path::Path,
+    idle_name: &str,
+    waiting_name: &str,
+) {
+    terminal.top(home.path(), cache, "");
     terminal.text(&format!("/{idle_name}"));
     terminal.keys(&["Enter"]);
     terminal.wait("only the idle session", |s| {
-        s.contains(&idle_name) && !s.contains(&waiting_name)
+        s.contains(idle_name) && !s.contains(waiting_name)
     });
     terminal.keys(&["Enter"]);
     let details = terminal.wait("the conversation", |s| s.contains(REPLY));
