@@ -3,28 +3,14 @@
 //! the bad input each must survive.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::mailbox::{MailboxProcess, is};
 use crate::receiver::{Receiver, claude};
-use crate::serve_send::{cli, private};
-
-/// `claude-peers ARGS` with the history under `state`, as [`cli`] runs it; its output.
-fn peers(home: &Path, state: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_claude-peers"))
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .env_remove("XDG_RUNTIME_DIR")
-        .env("XDG_CACHE_HOME", state.join("cache"))
-        .env("XDG_STATE_HOME", state.join("state"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use crate::serve_send::{cli, private, run as peers};
+use crate::support::now_ms;
 
 fn records(home: &Path, state: &Path, args: &[&str]) -> Vec<Value> {
     let (code, log, stderr) = cli(home, state, args);
@@ -37,16 +23,6 @@ fn texts(records: &[Value]) -> Vec<&str> {
         .iter()
         .map(|r| r["text"].as_str().unwrap())
         .collect()
-}
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
 }
 
 #[test]

@@ -12,8 +12,12 @@ use crate::receiver::{Receiver, claude, parsed, prepare_home, wait_for};
 
 /// `claude-peers --json ARGS` for `home`, its places under `state`.
 pub(crate) fn cli(home: &Path, state: &Path, args: &[&str]) -> (i32, Value, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
-        .arg("--json")
+    parsed(&run(home, state, &[&["--json"], args].concat()))
+}
+
+/// `claude-peers ARGS` for `home`, with its cache and history under `state`.
+pub(crate) fn run(home: &Path, state: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_claude-peers"))
         .arg("--home")
         .arg(home)
         .args(args)
@@ -22,8 +26,7 @@ pub(crate) fn cli(home: &Path, state: &Path, args: &[&str]) -> (i32, Value, Stri
         .env("XDG_STATE_HOME", state.join("state"))
         .stdin(Stdio::null())
         .output()
-        .unwrap();
-    parsed(&output)
+        .unwrap()
 }
 
 pub(crate) fn private() -> tempfile::TempDir {
