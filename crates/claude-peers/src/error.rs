@@ -12,7 +12,8 @@ use crate::ops;
 pub(crate) enum Exit {
     Success = 0,
     Error = 1,
-    /// A value the command cannot take, found past its parser (a search it cannot run).
+    /// A value the command cannot take, found past its parser (a search it cannot run, a
+    /// `config.toml` it cannot use).
     Usage = 2,
     Refusal = 3,
     Conflict = 4,
@@ -91,6 +92,18 @@ impl From<&ops::Error> for Failure {
 impl From<ops::Error> for Failure {
     fn from(err: ops::Error) -> Self {
         Self::from(&err)
+    }
+}
+
+/// The user's `config.toml` cannot be used: a value the command cannot take, exit 2.
+impl From<crate::config::Error> for Failure {
+    fn from(err: crate::config::Error) -> Self {
+        Self {
+            exit: Exit::Usage,
+            key: "error",
+            name: "config_invalid",
+            message: err.to_string(),
+        }
     }
 }
 

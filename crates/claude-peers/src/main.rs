@@ -4,6 +4,7 @@
 mod args;
 mod cli;
 mod cmd;
+mod config;
 mod error;
 mod json;
 mod ops;

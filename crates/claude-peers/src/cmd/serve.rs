@@ -6,11 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use claude_peer_post::{
-    DEFAULT_IDLE_EXIT, PostOffice, Retention, Server, Store, WarmSenders, default_store_path,
+    DEFAULT_IDLE_EXIT, PostOffice, Server, Store, WarmSenders, default_store_path,
 };
 use claude_peer_sender::Mailbox;
 
 use crate::args::{ManagedSettingsArg, SenderArgs, Span, TimeoutArg, since, span};
+use crate::config::Config;
 use crate::error::{Exit, Failure};
 use crate::ops::{self, Context, send};
 use crate::output::Output;
@@ -32,11 +33,13 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     store: Option<PathBuf>,
     /// How many messages the history keeps: the oldest final ones beyond it are pruned
-    #[arg(long, value_name = "N", default_value_t = Retention::DEFAULT.max_messages)]
-    keep: u64,
-    /// How long the history keeps a final message: 90d, 12h
-    #[arg(long, value_name = "DURATION", default_value_t = Span(Retention::DEFAULT.max_age), value_parser = since)]
-    keep_for: Span,
+    /// [default: history.keep in config.toml, else 1000000]
+    #[arg(long, value_name = "N")]
+    keep: Option<u64>,
+    /// How long the history keeps a final message: 90d, 12h [default: history.keep_for in
+    /// config.toml, else 90d]
+    #[arg(long, value_name = "DURATION", value_parser = since)]
+    keep_for: Option<Span>,
     /// The directory of its lock and socket [default: claude-peers under
     /// $XDG_RUNTIME_DIR, else $XDG_CACHE_HOME, else ~/.cache]
     #[arg(long, value_name = "DIR")]
@@ -45,6 +48,7 @@ pub(crate) struct Args {
 
 pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failure> {
     let ctx = ctx.with_managed_settings(args.managed_settings.path);
+    let retention = Config::load()?.retention(args.keep, args.keep_for.map(|span| span.0));
     let relay = send::guarded(
         &ctx,
         &send::claude(
@@ -81,10 +85,6 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         store.path().display()
     ));
     let idle_exit = Some(args.idle_exit.0).filter(|idle| !idle.is_zero());
-    let retention = Retention {
-        max_messages: args.keep,
-        max_age: args.keep_for.0,
-    };
     let office =
         PostOffice::new(store, ctx.courier(), ctx.home.clone(), senders).with_retention(retention);
     server

@@ -167,6 +167,44 @@ fn exported(id: &str, text: &str, age_ms: u64) -> String {
     .to_string()
 }
 
+/// A post office started and left idle prunes what is past the age its user's
+/// config.toml sets; a config it cannot use stops it before it starts, named.
+fn pruned_as_the_config_says(home: &Path, state: &Path) {
+    let claude = claude();
+    let serve = || {
+        peers(
+            home,
+            state,
+            &[
+                "serve",
+                "--idle-exit",
+                "1",
+                "--claude",
+                claude.to_str().unwrap(),
+                "--managed-settings",
+                "/nonexistent.json",
+            ],
+        )
+    };
+    let config = state.join("config/claude-peers/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[history]\nkeep_for = \"50 days\"\n").unwrap();
+    let refused = serve();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(config.to_str().unwrap()) && said.contains("history.keep_for"),
+        "{said}"
+    );
+    std::fs::write(&config, "[history]\nkeep_for = \"50d\"\n").unwrap();
+    let serve = serve();
+    assert!(
+        serve.status.success(),
+        "{}",
+        String::from_utf8_lossy(&serve.stderr)
+    );
+}
+
 #[test]
 fn the_post_office_prunes_old_history_and_an_export_imports_whole_or_not_at_all() {
     let home = private();
@@ -177,6 +215,7 @@ fn the_post_office_prunes_old_history_and_an_export_imports_whole_or_not_at_all(
         exported("00000000000000a1", "zebra seen an hour ago \u{1b}[2J", hour),
         exported("00000000000000a2", "zebra seen in spring", 100 * 24 * hour),
         exported("00000000000000a3", "the build is green", 2 * hour),
+        exported("00000000000000a4", "zebra seen in autumn", 60 * 24 * hour),
     ];
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     let (code, done, stderr) = cli(
@@ -186,32 +225,13 @@ fn the_post_office_prunes_old_history_and_an_export_imports_whole_or_not_at_all(
     );
     assert_eq!(
         (code, done),
-        (0, json!({"imported": 3, "skipped": 0})),
+        (0, json!({"imported": 4, "skipped": 0})),
         "{stderr}"
     );
     let search = ["log", "--search", "zebra"];
-    assert_eq!(texts(&records(home.path(), state.path(), &search)).len(), 2);
+    assert_eq!(texts(&records(home.path(), state.path(), &search)).len(), 3);
 
-    // A post office started and left idle prunes what is past 90 days.
-    let claude = claude();
-    let serve = peers(
-        home.path(),
-        state.path(),
-        &[
-            "serve",
-            "--idle-exit",
-            "1",
-            "--claude",
-            claude.to_str().unwrap(),
-            "--managed-settings",
-            "/nonexistent.json",
-        ],
-    );
-    assert!(
-        serve.status.success(),
-        "{}",
-        String::from_utf8_lossy(&serve.stderr)
-    );
+    pruned_as_the_config_says(home.path(), state.path());
     let found = records(home.path(), state.path(), &search);
     assert_eq!(
         texts(&found),

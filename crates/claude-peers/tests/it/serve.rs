@@ -202,6 +202,7 @@ fn cli(home: &Path, state: &Path, args: &[&str]) -> (i32, serde_json::Value) {
         .env_remove("XDG_RUNTIME_DIR")
         .env("XDG_CACHE_HOME", state.join("cache"))
         .env("XDG_STATE_HOME", state.join("state"))
+        .env("XDG_CONFIG_HOME", state.join("config"))
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -24,6 +24,7 @@ pub(crate) fn run(home: &Path, state: &Path, args: &[&str]) -> std::process::Out
         .env_remove("XDG_RUNTIME_DIR")
         .env("XDG_CACHE_HOME", state.join("cache"))
         .env("XDG_STATE_HOME", state.join("state"))
+        .env("XDG_CONFIG_HOME", state.join("config"))
         .stdin(Stdio::null())
         .output()
         .unwrap()
