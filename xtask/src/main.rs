@@ -59,6 +59,7 @@ fn test() -> Result<(), String> {
     let claude = claude_code()?;
     let old_claude = claude_code_of(OLD_CLAUDE_CODE_VERSION)?;
     need_tmux()?;
+    need_sshd()?;
     // Where a send without a post office records what it sent: the tests' own store,
     // not the user's.
     let state = workspace_root().join("target/test-state");
@@ -192,6 +193,43 @@ fn need_tmux() -> Result<(), String> {
         Ok(out) if out.status.success() => Ok(()),
         _ => Err("the end-to-end tests run interactive Claude Code sessions in tmux, which is not installed (apt-get install tmux)".to_owned()),
     }
+}
+
+/// The tests of other machines run real OpenSSH servers on loopback ports (never the
+/// system's service): Debian's `openssh-server`, installed here when missing where
+/// `apt-get` may (as root), else named as what the run needs.
+fn need_sshd() -> Result<(), String> {
+    let sshd = Path::new("/usr/sbin/sshd");
+    if !sshd.is_file() && is_root() {
+        eprintln!("xtask: installing openssh-server (apt-get) for the tests of other machines");
+        let _ = Command::new("apt-get").args(["update", "-qq"]).status();
+        let _ = Command::new("apt-get")
+            .args([
+                "install",
+                "-y",
+                "-qq",
+                "--no-install-recommends",
+                "openssh-server",
+            ])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status();
+    }
+    if sshd.is_file() {
+        Ok(())
+    } else {
+        Err("the tests of other machines run real OpenSSH servers on loopback ports, and /usr/sbin/sshd is not installed (apt-get install openssh-server)".to_owned())
+    }
+}
+
+/// Whether this process runs as root (its `/proc/self/status` says uid 0).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("Uid:"))
+            .and_then(|uids| uids.split_whitespace().nth(1))
+            == Some("0")
+    })
 }
 
 fn advisory_db_present() -> bool {

@@ -8,7 +8,8 @@
 //! and reads their start tokens, `home` makes a temporary Claude home with records and
 //! listening sockets, `lines` reads a child's output with a deadline, `fixtures` names
 //! the captured real records, and `registry` builds large registries of live children
-//! and dead pids for benchmarks.
+//! and dead pids for benchmarks, and `sshd` runs real OpenSSH servers on loopback
+//! ports as other machines.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -18,4 +19,5 @@ pub mod home;
 pub mod lines;
 pub mod process;
 pub mod registry;
+pub mod sshd;
 pub mod strategy;

@@ -34,6 +34,23 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) json: bool,
 
+    /// Ask this machine: an ssh destination (dev1, ada@box) or local; repeatable (list,
+    /// show, send, watch, doctor)
+    #[arg(long = "host", global = true, value_name = "HOST")]
+    pub(crate) hosts: Vec<String>,
+
+    /// Ask every host of $XDG_CONFIG_HOME/claude-peers/hosts (one a line, # comments)
+    #[arg(long = "hosts", global = true)]
+    pub(crate) every_host: bool,
+
+    /// The claude-peers program on other hosts [default: claude-peers on their PATH]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub(crate) remote_bin: Option<std::ffi::OsString>,
+
+    /// The remote protocol of the claude-peers asking over ssh (the handshake)
+    #[arg(long, global = true, hide = true, value_name = "N")]
+    pub(crate) peer_protocol: Option<u32>,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }

@@ -23,6 +23,19 @@ pub(crate) enum Exit {
     Terminated = 143,
 }
 
+impl Exit {
+    /// What a host's `claude-peers` exit code means here (1 for what it cannot mean).
+    pub(crate) const fn of_host(code: i32) -> Self {
+        match code {
+            0 => Self::Success,
+            2 => Self::Usage,
+            3 => Self::Refusal,
+            4 => Self::Conflict,
+            _ => Self::Error,
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(exit: Exit) -> Self {
         Self::from(exit as u8)
@@ -47,6 +60,14 @@ impl Failure {
             key: "error",
             name,
             message: message.into(),
+        }
+    }
+
+    /// A value the command cannot take, exit 2.
+    pub(crate) fn usage(name: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            exit: Exit::Usage,
+            ..Self::error(name, message)
         }
     }
 
@@ -102,6 +123,22 @@ impl From<crate::config::Error> for Failure {
             exit: Exit::Usage,
             key: "error",
             name: "config_invalid",
+            message: err.to_string(),
+        }
+    }
+}
+
+impl From<claude_peer_remote::Error> for Failure {
+    fn from(err: claude_peer_remote::Error) -> Self {
+        let exit = match err {
+            claude_peer_remote::Error::BadHost { .. }
+            | claude_peer_remote::Error::HostsFile { .. } => Exit::Usage,
+            _ => Exit::Error,
+        };
+        Self {
+            exit,
+            key: "error",
+            name: err.as_str(),
             message: err.to_string(),
         }
     }

@@ -20,6 +20,7 @@ use clap::{CommandFactory, Parser};
 use crate::cli::{Cli, Command};
 use crate::error::{Exit, Failure};
 use crate::ops::Context;
+use crate::ops::remote::Hosts;
 use crate::ops::send::HOOK;
 use crate::output::{Format, Output};
 
@@ -43,7 +44,13 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
+    if let Some(theirs) = cli.peer_protocol {
+        handshake(theirs)?;
+    }
     let ctx = Context::new(cli.home)?;
+    if let Some(hosts) = Hosts::from_flags(&ctx, &cli.hosts, cli.every_host, cli.remote_bin)? {
+        return on_hosts(&hosts, cli.command, out);
+    }
     match cli.command {
         Command::List(args) => cmd::list::exec(&ctx, &args, out),
         Command::Show(args) => cmd::show::exec(&ctx, &args, out),
@@ -94,4 +101,34 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
         Command::Completions(args) => cmd::completions::exec(Cli::command(), &args),
         Command::Man => cmd::man::exec(Cli::command()),
     }
+}
+
+/// A command of `--host`/`--hosts`: asked of each host.
+fn on_hosts(hosts: &Hosts, command: Command, out: &Output) -> Result<Exit, Failure> {
+    match command {
+        Command::List(args) => cmd::list::exec_hosts(hosts, &args, out),
+        Command::Show(args) => cmd::show::exec_hosts(hosts, &args, out),
+        Command::Send(args) => cmd::send::exec_hosts(hosts, &args, out),
+        Command::Watch(args) => cmd::watch::exec_hosts(hosts, &args, out),
+        Command::Doctor(args) => cmd::doctor::exec_hosts(hosts, &args, out),
+        _ => Err(Failure::usage(
+            "no_host",
+            "--host and --hosts apply to list, show, send, watch and doctor",
+        )),
+    }
+}
+
+/// The remote protocol the asking `claude-peers` speaks must be this one's.
+fn handshake(theirs: u32) -> Result<(), Failure> {
+    if theirs == claude_peer_remote::PROTOCOL {
+        return Ok(());
+    }
+    Err(Failure::error(
+        claude_peer_remote::INCOMPATIBLE,
+        format!(
+            "claude-peers {} here speaks remote protocol {}, the one asking speaks {theirs}: run the same version on both machines",
+            env!("CARGO_PKG_VERSION"),
+            claude_peer_remote::PROTOCOL
+        ),
+    ))
 }

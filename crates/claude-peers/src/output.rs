@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use crate::error::Failure;
+use crate::error::{Exit, Failure};
 use crate::ops::Warned;
+use crate::ops::remote::HostError;
 use crate::table::{self, Style};
 
 /// What stdout holds: text for people, or exactly the documented JSON.
@@ -140,4 +141,23 @@ impl JsonArray {
     pub(crate) fn end(self, to: &mut impl Write) -> io::Result<()> {
         to.write_all(if self.written == 0 { b"[]\n" } else { b"]\n" })
     }
+}
+
+/// A host's failure as this command reports it: the way there failed (a bad host is a
+/// usage error), or the host's own failure, passed on as it said it (its JSON on stdout,
+/// marked with its host) under its exit code.
+pub(crate) fn host_failed(out: &Output, err: HostError) -> Result<Exit, Failure> {
+    let (exit, value) = match err {
+        HostError::Way(err) => return Err(Failure::from(err)),
+        HostError::Said {
+            ref exit,
+            ref value,
+            ..
+        } => (*exit, value),
+    };
+    if out.is_json() {
+        out.json(value)?;
+    }
+    out.warn(&err.to_string());
+    Ok(Exit::of_host(exit))
 }

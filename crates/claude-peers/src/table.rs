@@ -254,15 +254,34 @@ pub(crate) fn status_text(record: Option<&Record>, now_ms: u64) -> String {
     let Some(record) = record else {
         return "-".to_owned();
     };
-    let Some(status) = &record.status else {
+    let word = record
+        .status
+        .as_ref()
+        .map(|status| record.activity().map_or(status.as_str(), |a| a.as_str()));
+    status_words(
+        word,
+        record.waiting_for.as_deref(),
+        record.status_updated_at,
+        now_ms,
+    )
+}
+
+/// The status cell from its facts, a record's or a host's JSON: `starting` before the
+/// first status; what it waits for; for how long.
+pub(crate) fn status_words(
+    word: Option<&str>,
+    waiting_for: Option<&str>,
+    since: Option<u64>,
+    now_ms: u64,
+) -> String {
+    let Some(word) = word else {
         return "starting".to_owned();
     };
-    let word = record.activity().map_or(status.as_str(), |a| a.as_str());
     let mut text = word.to_owned();
-    if let Some(waiting) = record.waiting_for.as_deref().filter(|_| word == "waiting") {
+    if let Some(waiting) = waiting_for.filter(|_| word == "waiting") {
         let _ = write!(text, " ({waiting})");
     }
-    if let Some(since) = record.status_updated_at {
+    if let Some(since) = since {
         let _ = write!(text, " {}", ago(now_ms, since));
     }
     text

@@ -22,7 +22,7 @@ use string_errors::string_errors;
 use crate::{cargo_bin, workspace_root};
 
 /// ARCHITECTURE.md's layers, bottom-up: a crate may depend only on crates before it.
-const LAYERS: [&str; 12] = [
+const LAYERS: [&str; 13] = [
     "claude-peer-registry",
     "claude-peer-endpoint",
     "claude-peer-probe",
@@ -34,6 +34,7 @@ const LAYERS: [&str; 12] = [
     "claude-peer-guard",
     "claude-peer-sender",
     "claude-peer-post",
+    "claude-peer-remote",
     COMMAND,
 ];
 /// The command crate: the one crate that is not a library, so the one allowed a

@@ -1,15 +1,19 @@
 //! `list`: the live sessions, or with `--all` every record and its verdict.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use claude_peer_registry::{ClaudeHome, Liveness};
 use claude_peer_resolve::{Entry, Scope};
 
+use serde_json::Value;
+
 use crate::error::{Exit, Failure};
 use crate::json::SessionJson;
+use crate::ops::remote::{self, Hosts};
 use crate::ops::{Context, sessions};
 use crate::output::{JsonArray, Output};
-use crate::table::{Column, Table, field, now_ms, status_text};
+use crate::table::{Column, Table, field, now_ms, status_text, status_words};
 
 // `list`'s flags (its help is the command's, in `cli.rs`).
 #[derive(Debug, clap::Args)]
@@ -40,6 +44,102 @@ pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Fai
     Ok(Exit::Success)
 }
 
+/// `list` of every host, asked at once: one array (or table) of them all, each session
+/// with its `host`, in the hosts' order; a host that cannot answer is named on stderr and
+/// makes the exit 1, the others still listed.
+pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exit, Failure> {
+    let mut words = vec!["list".into()];
+    if args.all {
+        words.push("--all".into());
+    }
+    let mut sessions = Vec::new();
+    let mut exit = Exit::Success;
+    for (host, asked) in hosts.ask_all(&words, b"") {
+        match remote::array(&host, asked) {
+            Ok(found) => sessions.extend(found),
+            Err(err) => {
+                out.warn(&err.to_string());
+                exit = Exit::Error;
+            }
+        }
+    }
+    if out.is_json() {
+        out.json(&sessions)?;
+    } else {
+        let scope = if args.all { Scope::All } else { Scope::Live };
+        let rows: Vec<Vec<String>> = sessions.iter().map(|s| host_row(s, scope)).collect();
+        let mut columns = vec![Column::plain("HOST")];
+        columns.extend(columns_of(scope));
+        let table = Table::measure(&columns, &rows, out.style);
+        let mut text = table.header();
+        for row in &rows {
+            text.push_str(&table.row(row));
+        }
+        let plural = if sessions.len() == 1 { "" } else { "s" };
+        let _ = writeln!(text, "{} session{plural}.", sessions.len());
+        out.text(&text)?;
+    }
+    Ok(exit)
+}
+
+/// A host's session (its JSON) as a row of `list --host`'s table: `list`'s cells, its
+/// host first.
+fn host_row(session: &Value, scope: Scope) -> Vec<String> {
+    let text = |key: &str| session[key].as_str();
+    let or_dash = |key: &str| text(key).unwrap_or("-").to_owned();
+    let status = if session["session_id"].is_null() {
+        "-".to_owned()
+    } else {
+        let word = text("vendor_status").map(|vendor| text("status").unwrap_or(vendor));
+        status_words(
+            word,
+            text("waiting_for"),
+            session["status_updated_at_ms"].as_u64(),
+            now_ms(),
+        )
+    };
+    let mut row = vec![
+        or_dash("host"),
+        text("name")
+            .or_else(|| text("file").and_then(|f| f.rsplit('/').next()))
+            .unwrap_or_default()
+            .to_owned(),
+        status,
+        or_dash("cwd"),
+        session["pid"]
+            .as_u64()
+            .map_or_else(|| "-".to_owned(), |p| p.to_string()),
+        or_dash("tmux"),
+        if session["addressable"] == true {
+            "yes"
+        } else {
+            "no"
+        }
+        .to_owned(),
+    ];
+    if scope == Scope::All {
+        row.push(or_dash("liveness"));
+        row.push(or_dash("reason"));
+    }
+    row
+}
+
+/// `list`'s columns, with `--all` its verdict's too.
+fn columns_of(scope: Scope) -> Vec<Column> {
+    let mut columns = vec![
+        Column::plain("NAME"),
+        Column::status("STATUS"),
+        Column::plain("CWD"),
+        Column::plain("PID"),
+        Column::plain("TMUX"),
+        Column::plain("MSG"),
+    ];
+    if scope == Scope::All {
+        columns.extend([Column::plain("VERDICT"), Column::plain("REASON")]);
+    }
+    columns
+}
+
 /// Writes `sessions` as one JSON array and a newline, element by element: the very
 /// bytes `serde_json` writes for the whole array collected.
 fn json_list(to: &mut impl Write, sessions: impl Iterator<Item = Entry>) -> io::Result<()> {
@@ -58,17 +158,7 @@ fn human_list(
     out: &Output,
 ) -> io::Result<()> {
     let now = now_ms();
-    let mut columns = vec![
-        Column::plain("NAME"),
-        Column::status("STATUS"),
-        Column::plain("CWD"),
-        Column::plain("PID"),
-        Column::plain("TMUX"),
-        Column::plain("MSG"),
-    ];
-    if scope == Scope::All {
-        columns.extend([Column::plain("VERDICT"), Column::plain("REASON")]);
-    }
+    let columns = columns_of(scope);
     let (mut records, mut live) = (0_usize, 0_usize);
     let mut rows = sessions.map(|s| {
         records += 1;

@@ -12,12 +12,16 @@ use claude_peer_sender::DEFAULT_READ_WAIT;
 
 use crate::args::{ManagedSettingsArg, SenderArgs, Span, TimeoutArg, expiry, positive_span, span};
 use crate::cmd::queue;
+use claude_peer_remote::Host;
+use serde_json::Value;
+
 use crate::error::{Exit, Failure};
 use crate::json::{BroadcastJson, DeliveredJson};
 use crate::ops::broadcast::{Outcomes, Targets, broadcast};
+use crate::ops::remote::{self, Hosts};
 use crate::ops::send::{self, Relayed, Via};
 use crate::ops::{self, Context, absolute, post, sessions};
-use crate::output::Output;
+use crate::output::{Output, host_failed};
 use crate::signals::Interrupt;
 use crate::table::field;
 
@@ -209,6 +213,174 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
 
 /// The sessions `--cwd DIR` or `--all-live` pick; `--cwd` as the sessions report theirs
 /// (links resolved, where the directory exists).
+/// `send` across hosts: each host's targets (`HOST:TARGET`, or every target of the one
+/// host asked; `--all-live` and `--cwd` on every host) sent by that host's own `send`,
+/// the message on its stdin, never in its command line. One target answers as a single
+/// send does, marked with its host; several as a broadcast does, each result with its
+/// host, and a host that could not be asked in `hosts`.
+pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exit, Failure> {
+    if !args.relay.is_empty() {
+        return Err(Failure::usage(
+            "no_host",
+            "a relay program sends from this machine: it takes no --host",
+        ));
+    }
+    let mut per_host: Vec<(Host, Vec<String>)> = Vec::new();
+    for target in &args.targets {
+        let Some((host, there)) = hosts.target(target) else {
+            return Err(Failure::usage(
+                "no_host",
+                format!("`{target}` names none of the hosts asked: write HOST:{target}"),
+            ));
+        };
+        match per_host.iter_mut().find(|(h, _)| h == host) {
+            Some((_, targets)) => targets.push(there.to_owned()),
+            None => per_host.push((host.clone(), vec![there.to_owned()])),
+        }
+    }
+    let everywhere = args.all_live || args.cwd.is_some();
+    if everywhere {
+        for host in &hosts.list {
+            if !per_host.iter().any(|(h, _)| h == host) {
+                per_host.push((host.clone(), Vec::new()));
+            }
+        }
+    }
+    if per_host.is_empty() {
+        return Err(ops::Error::NoTarget.into());
+    }
+    let message = match &args.message {
+        Some(message) => message.clone(),
+        None => send::message_from_stdin()?,
+    };
+    let flags = remote_flags(args);
+    let chosen: Vec<Host> = per_host.iter().map(|(h, _)| h.clone()).collect();
+    let asked = hosts.ask_each(&chosen, |host| {
+        let targets = per_host
+            .iter()
+            .find(|(h, _)| h == host)
+            .map_or(&[][..], |(_, targets)| targets);
+        let mut words: Vec<OsString> = vec!["send".into()];
+        words.extend(targets.iter().map(OsString::from));
+        words.extend(flags.iter().cloned());
+        (words, message.clone().into_bytes())
+    });
+    let mut asked = asked;
+    if asked.len() == 1
+        && per_host[0].1.len() == 1
+        && !everywhere
+        && let Some((host, asked)) = asked.pop()
+    {
+        return match remote::succeeded(&host, asked) {
+            Ok(mut result) => {
+                remote::mark(&mut result, &host);
+                answer_of_host(out, &result, &host, &per_host[0].1[0])?;
+                Ok(Exit::Success)
+            }
+            Err(err) => host_failed(out, err),
+        };
+    }
+    let mut merged = remote::Merged::default();
+    for ((host, asked), (_, targets)) in asked.into_iter().zip(&per_host) {
+        merged.add(&host, targets, asked);
+    }
+    if out.is_json() {
+        out.json(&merged.json())?;
+    } else {
+        let mut text = String::new();
+        for result in &merged.results {
+            answer_line(&mut text, result);
+        }
+        for failed in &merged.hosts {
+            let _ = writeln!(
+                text,
+                "{}: {}",
+                field(failed["host"].as_str().unwrap_or_default()),
+                field(failed["message"].as_str().unwrap_or_default())
+            );
+        }
+        let _ = writeln!(
+            text,
+            "{} delivered, {} not.",
+            merged.delivered, merged.failed
+        );
+        out.text(&text)?;
+    }
+    // 1 when a host could not be asked, else 3 when any target was not delivered.
+    Ok(if !merged.hosts.is_empty() {
+        Exit::Error
+    } else if merged.failed > 0 {
+        Exit::Refusal
+    } else {
+        Exit::Success
+    })
+}
+
+/// The flags a host's `send` takes as given here (not `--claude`, `--managed-settings`:
+/// those are this machine's paths).
+fn remote_flags(args: &Args) -> Vec<OsString> {
+    let secs = |span: Span| format!("{}s", span.0.as_secs_f64());
+    let mut pairs: Vec<(&str, String)> = vec![
+        ("--from", args.sender.from.clone()),
+        ("--timeout", secs(args.timeout.span)),
+        ("--read-wait", secs(args.read_wait)),
+    ];
+    if let Some(cwd) = &args.cwd {
+        pairs.push(("--cwd", cwd.display().to_string()));
+    }
+    if let Some(wait) = args.wait_live {
+        pairs.push(("--wait-live", secs(wait)));
+    }
+    if let Some(expire) = args.expire {
+        pairs.push(("--expire", secs(expire)));
+    }
+    if let Some(id) = &args.id {
+        pairs.push(("--id", id.clone()));
+    }
+    let mut flags: Vec<OsString> = pairs
+        .into_iter()
+        .flat_map(|(name, value)| [name.into(), value.into()])
+        .collect();
+    for (given, name) in [(args.all_live, "--all-live"), (args.queue, "--queue")] {
+        if given {
+            flags.push(name.into());
+        }
+    }
+    flags
+}
+
+/// One remote send's answer, in JSON or as a sentence.
+fn answer_of_host(out: &Output, result: &Value, host: &Host, target: &str) -> Result<(), Failure> {
+    if out.is_json() {
+        out.json(result)?;
+    } else {
+        let mut text = String::new();
+        let mut result = result.clone();
+        if let Some(object) = result.as_object_mut() {
+            object.insert("target".to_owned(), Value::from(format!("{host}:{target}")));
+        }
+        answer_line(&mut text, &result);
+        out.text(&text)?;
+    }
+    Ok(())
+}
+
+/// `TARGET: delivered (receipt)` or `TARGET: reason: message`.
+fn answer_line(text: &mut String, result: &Value) {
+    let target = field(result["target"].as_str().unwrap_or_default()).into_owned();
+    let what = if result["delivered"] == true {
+        let receipt = result["receipt"].as_str().unwrap_or("accepted");
+        format!("delivered ({receipt})")
+    } else {
+        let name = remote::said_name(result);
+        format!(
+            "{name}: {}",
+            field(result["message"].as_str().unwrap_or_default())
+        )
+    };
+    let _ = writeln!(text, "{target}: {what}");
+}
+
 fn select(cwd: Option<PathBuf>, all_live: bool) -> Option<Target> {
     let cwd = cwd.map(|dir| std::fs::canonicalize(&dir).unwrap_or_else(|_| absolute(dir)));
     match (cwd, all_live) {

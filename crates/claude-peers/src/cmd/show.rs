@@ -5,9 +5,10 @@ use claude_peer_transcript::Summary;
 
 use crate::error::{Exit, Failure};
 use crate::json::SessionDetailJson;
+use crate::ops::remote::{self, Hosts};
 use crate::ops::{Context, sessions};
-use crate::output::Output;
-use crate::table::{Column, Style, now_ms, session_fields, table};
+use crate::output::{Output, host_failed};
+use crate::table::{Column, Style, lines, now_ms, session_fields, table};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -25,6 +26,35 @@ pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Fai
         out.text(&human_show(&session, transcript.as_ref()))?;
     }
     Ok(Exit::Success)
+}
+
+/// `show HOST:TARGET` (or `show TARGET` of the one host asked): that host's `show`, its
+/// JSON marked with the host, its words as it printed them.
+pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exit, Failure> {
+    let Some((host, target)) = hosts.target(&args.target) else {
+        return Err(Failure::usage(
+            "no_host",
+            format!(
+                "`{}` names none of the hosts asked: write HOST:{0}",
+                args.target
+            ),
+        ));
+    };
+    let words = ["show".into(), target.into()];
+    if out.is_json() {
+        return match remote::succeeded(host, hosts.ask(host, &words, b"")) {
+            Ok(mut session) => {
+                remote::mark(&mut session, host);
+                out.json(&session)?;
+                Ok(Exit::Success)
+            }
+            Err(err) => host_failed(out, err),
+        };
+    }
+    let answer = hosts.ask_text(host, &words, b"")?;
+    out.text(&lines(&String::from_utf8_lossy(&answer.stdout)))?;
+    eprint!("{}", lines(&answer.stderr));
+    Ok(Exit::of_host(answer.exit))
 }
 
 fn human_show(session: &Entry, transcript: Option<&Summary>) -> String {

@@ -47,6 +47,8 @@ pub(crate) struct SessionJson<'a> {
     addressable: bool,
     liveness: &'static str,
     reason: Option<&'a str>,
+    /// The machine: `null` here, a host's name once another host's answer is merged.
+    host: Option<&'a str>,
 }
 
 impl<'a> SessionJson<'a> {
@@ -119,6 +121,7 @@ impl<'a> SessionJson<'a> {
             addressable,
             liveness: verdict.liveness.as_str(),
             reason: verdict.reason.as_deref(),
+            host: None,
         }
     }
 }

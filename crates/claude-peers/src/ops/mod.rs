@@ -12,6 +12,7 @@ mod error;
 pub(crate) mod history;
 pub(crate) mod policy;
 pub(crate) mod post;
+pub(crate) mod remote;
 pub(crate) mod send;
 pub(crate) mod sessions;
 pub(crate) mod settings;

@@ -8,6 +8,7 @@ mod claude;
 mod doctor;
 mod guard;
 mod history;
+mod hosts;
 mod list;
 mod mailbox;
 mod mailbox_broadcast;

@@ -36,9 +36,9 @@ fn settings_read_set_and_reset_keep_every_other_byte() {
     redact_json(&mut shape, home.root(), &[]);
     insta::assert_json_snapshot!(shape, @r#"
     {
-      "cross_session_inbound": "hold",
       "path": "[HOME]/settings.json",
-      "revision": "[revision]"
+      "revision": "[revision]",
+      "cross_session_inbound": "hold"
     }
     "#);
 }

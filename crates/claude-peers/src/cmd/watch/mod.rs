@@ -4,8 +4,10 @@
 //! on stdout, to end with exit 0 once its reader has gone. It never creates or writes
 //! anything in the Claude home.
 
+mod hosts;
+
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 
 use claude_peer_watch::{Event, Watcher};
@@ -22,7 +24,13 @@ pub(crate) struct Args {
     /// Poll the registry instead of using inotify (for file systems without it)
     #[arg(long)]
     poll: bool,
+    /// After the sessions live at the start, a {"event":"synced"} line (for a watch
+    /// across hosts, which compares them with what it knew)
+    #[arg(long, hide = true)]
+    synced: bool,
 }
+
+pub(crate) use hosts::exec_hosts;
 
 pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Failure> {
     let home = ctx.home.clone();
@@ -34,11 +42,16 @@ pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Fai
     for warning in watcher.warnings() {
         out.warn(&warning.to_string());
     }
+    let mut synced = !args.synced;
     loop {
         while let Some(event) = watcher.next_event(Duration::ZERO)? {
             print(out, &event)?;
         }
-        if stdout_closed_while_waiting(&watcher, watcher.wake_within())? {
+        if !synced {
+            out.json(&serde_json::json!({"event": "synced"}))?;
+            synced = true;
+        }
+        if stdout_closed_while_waiting(Some(watcher.as_fd()), watcher.wake_within())? {
             return Ok(Exit::Success);
         }
     }
@@ -67,15 +80,18 @@ fn print(out: &Output, event: &Event) -> io::Result<()> {
     ))
 }
 
-/// Waits until the watcher has something, `timeout` passes, or stdout's reader has
-/// gone (then `true`).
-fn stdout_closed_while_waiting(watcher: &impl AsFd, timeout: Duration) -> io::Result<bool> {
+/// Waits until `watcher` (when given) has something, `timeout` passes, or stdout's
+/// reader has gone (then `true`).
+fn stdout_closed_while_waiting(
+    watcher: Option<BorrowedFd<'_>>,
+    timeout: Duration,
+) -> io::Result<bool> {
     let stdout = io::stdout();
     // Events 0 on stdout: poll reports only errors and hang-ups, i.e. the reader left.
-    let mut fds = [
-        PollFd::from_borrowed_fd(stdout.as_fd(), PollFlags::empty()),
-        PollFd::new(watcher, PollFlags::IN),
-    ];
+    let mut fds = vec![PollFd::from_borrowed_fd(stdout.as_fd(), PollFlags::empty())];
+    if let Some(watcher) = watcher {
+        fds.push(PollFd::from_borrowed_fd(watcher, PollFlags::IN));
+    }
     let timeout = Timespec {
         tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: i64::from(timeout.subsec_nanos()),
