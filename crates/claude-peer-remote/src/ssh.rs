@@ -4,6 +4,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileTypeExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -126,16 +127,22 @@ impl Ssh {
         command
     }
 
-    /// `ControlPath=DIR/%C` when we multiplex `host`: not when the user's own ssh
-    /// configuration does (`ssh -G` says so), nor when the path would be too long.
+    /// `ControlPath=DIR/<hash of host>` when we multiplex `host`: not when the user's own
+    /// ssh configuration does (`ssh -G` says so, asked only while no connection of ours
+    /// to `host` is open), nor when the path would be too long.
     fn control_path(&self, host: &str) -> Option<OsString> {
         let dir = self.control_dir.as_ref()?;
-        // %C is 40 hexadecimal digits.
-        if dir.as_os_str().len() + 1 + 40 > MAX_CONTROL_PATH || self.user_multiplexes(host) {
+        let name = blake3::hash(host.as_bytes()).to_hex();
+        let path = dir.join(&name[..32]);
+        if path.as_os_str().len() > MAX_CONTROL_PATH {
+            return None;
+        }
+        let ours_open = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
+        if !ours_open && self.user_multiplexes(host) {
             return None;
         }
         let mut option = OsString::from("ControlPath=");
-        option.push(dir.join("%C"));
+        option.push(path);
         Some(option)
     }
 

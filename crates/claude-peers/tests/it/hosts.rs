@@ -302,3 +302,63 @@ fn doctor_over_ssh(run: &Run<'_>) {
         "{doctor}"
     );
 }
+
+#[test]
+fn the_hosts_file_names_every_host_and_a_remote_of_another_protocol_is_refused_by_name() {
+    let remote = private();
+    std::fs::create_dir_all(remote.path().join("sessions")).unwrap();
+    let machines = machines(&[("r1", remote.path())]);
+    let ssh = machines.ssh();
+    let (local, state) = (private(), private());
+    let run = |args: &[&str]| json_of(&mut peers(&ssh, local.path(), state.path(), args));
+
+    let hosts = state.path().join("config/claude-peers/hosts");
+    std::fs::create_dir_all(hosts.parent().unwrap()).unwrap();
+    std::fs::write(&hosts, "# the machines\nr1  # the remote\nlocal\n").unwrap();
+    let (code, list, stderr) = run(&["--json", "--hosts", "doctor"]);
+    let asked: std::collections::BTreeSet<&str> = list["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["host"].as_str())
+        .collect();
+    assert_eq!(asked, ["local", "r1"].into(), "{code} {list} {stderr}");
+    std::fs::write(&hosts, "r1\n-oProxyCommand=x\n").unwrap();
+    let (code, refused, _) = run(&["--json", "--hosts", "list"]);
+    assert_eq!((code, &refused["error"]), (2, &json!("hosts_file_invalid")));
+    assert!(
+        refused["message"].as_str().unwrap().contains("line 2"),
+        "{refused}"
+    );
+
+    // A claude-peers too old to know the handshake, and one of another protocol.
+    let real = env!("CARGO_BIN_EXE_claude-peers");
+    for (name, script, says) in [
+        (
+            "old",
+            "echo \"error: unexpected argument '--peer-protocol' found\" >&2; exit 2".to_owned(),
+            "predates the remote protocol",
+        ),
+        (
+            "other",
+            format!("shift 2; exec {real} --peer-protocol 99 \"$@\""),
+            "speaks remote protocol 1, the one asking speaks 99",
+        ),
+    ] {
+        let bin = state.path().join(name);
+        std::fs::write(&bin, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let bin = bin.to_str().unwrap();
+        let (code, refused, _) = run(&["--json", "--host", "r1", "--remote-bin", bin, "show", "x"]);
+        assert_eq!(
+            (code, &refused["error"]),
+            (1, &json!("remote_incompatible")),
+            "{name}"
+        );
+        assert!(
+            refused["message"].as_str().unwrap().contains(says),
+            "{name}: {refused}"
+        );
+    }
+}
