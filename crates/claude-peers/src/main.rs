@@ -111,9 +111,11 @@ fn on_hosts(hosts: &Hosts, command: Command, out: &Output) -> Result<Exit, Failu
         Command::Send(args) => cmd::send::exec_hosts(hosts, &args, out),
         Command::Watch(args) => cmd::watch::exec_hosts(hosts, &args, out),
         Command::Doctor(args) => cmd::doctor::exec_hosts(hosts, &args, out),
+        Command::Outbox(args) => cmd::outbox::exec_hosts(hosts, args, out),
+        Command::Log(args) => cmd::log::exec_hosts(hosts, &args, out),
         _ => Err(Failure::usage(
             "no_host",
-            "--host and --hosts apply to list, show, send, watch and doctor",
+            "--host and --hosts apply to list, show, send, watch, doctor, outbox and log",
         )),
     }
 }

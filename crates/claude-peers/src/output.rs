@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::{Exit, Failure};
 use crate::ops::Warned;
-use crate::ops::remote::HostError;
+use crate::ops::remote::{HostError, Hosts};
 use crate::table::{self, Style};
 
 /// What stdout holds: text for people, or exactly the documented JSON.
@@ -160,4 +160,37 @@ pub(crate) fn host_failed(out: &Output, err: HostError) -> Result<Exit, Failure>
     }
     out.warn(&err.to_string());
     Ok(Exit::of_host(exit))
+}
+
+/// Each host's answer to `args` as it printed it (its words, or JSON lines), escaped;
+/// under a `== HOST ==` line when there are several. Exit 1 when a host could not be
+/// asked (named on stderr), else the worst of their exit codes.
+pub(crate) fn passed_on(
+    out: &Output,
+    hosts: &Hosts,
+    args: &[std::ffi::OsString],
+) -> Result<Exit, Failure> {
+    let mut exit = Exit::Success;
+    let several = hosts.list.len() > 1;
+    for (host, answer) in hosts.ask_all_text(args) {
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(err) => {
+                out.warn(&err.to_string());
+                exit = Exit::Error;
+                continue;
+            }
+        };
+        if several {
+            out.text(&format!("== {} ==\n", table::field(host.as_str())))?;
+        }
+        out.text(&table::lines(&String::from_utf8_lossy(&answer.stdout)))?;
+        if answer.exit != 0 {
+            let _ = write!(io::stderr(), "{}", table::lines(&answer.stderr));
+            if exit == Exit::Success {
+                exit = Exit::of_host(answer.exit);
+            }
+        }
+    }
+    Ok(exit)
 }

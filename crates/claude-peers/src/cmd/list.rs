@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::{Exit, Failure};
 use crate::json::SessionJson;
-use crate::ops::remote::{self, Hosts};
+use crate::ops::remote::Hosts;
 use crate::ops::{Context, sessions};
 use crate::output::{JsonArray, Output};
 use crate::table::{Column, Table, field, now_ms, status_text, status_words};
@@ -52,16 +52,9 @@ pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exi
     if args.all {
         words.push("--all".into());
     }
-    let mut sessions = Vec::new();
-    let mut exit = Exit::Success;
-    for (host, asked) in hosts.ask_all(&words, b"") {
-        match remote::array(&host, asked) {
-            Ok(found) => sessions.extend(found),
-            Err(err) => {
-                out.warn(&err.to_string());
-                exit = Exit::Error;
-            }
-        }
+    let (sessions, failed) = hosts.arrays(&words);
+    for err in &failed {
+        out.warn(&err.to_string());
     }
     if out.is_json() {
         out.json(&sessions)?;
@@ -79,7 +72,11 @@ pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exi
         let _ = writeln!(text, "{} session{plural}.", sessions.len());
         out.text(&text)?;
     }
-    Ok(exit)
+    Ok(if failed.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Error
+    })
 }
 
 /// A host's session (its JSON) as a row of `list --host`'s table: `list`'s cells, its

@@ -4,6 +4,7 @@
 // Doc comments here are the --help text people read, not rustdoc: no Markdown backticks.
 #![allow(clippy::doc_markdown)]
 
+use std::ffi::OsString;
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -16,7 +17,8 @@ use crate::args::{Span, since};
 use crate::cmd::outbox::{Printer, Style};
 use crate::error::{Exit, Failure};
 use crate::ops;
-use crate::output::Output;
+use crate::ops::remote::Hosts;
+use crate::output::{Output, passed_on};
 use crate::table::now_ms;
 
 #[derive(Debug, clap::Args)]
@@ -59,6 +61,76 @@ pub(crate) struct Args {
     /// The store [default: $XDG_STATE_HOME/claude-peers/post.db]
     #[arg(long, value_name = "FILE")]
     store: Option<PathBuf>,
+}
+
+impl Args {
+    /// These flags as a host's `log` takes them (not `--store`, `--import`: this
+    /// machine's paths).
+    fn words(&self) -> Vec<OsString> {
+        let mut words: Vec<OsString> = vec!["log".into()];
+        let text = [
+            ("--to", self.to.clone()),
+            ("--with", self.with.clone()),
+            ("--search", self.search.clone()),
+            ("--thread", self.thread.clone()),
+            (
+                "--since",
+                self.since.map(|span| format!("{}s", span.0.as_secs_f64())),
+            ),
+            ("--state", self.state.map(|state| state.as_str().to_owned())),
+            ("--limit", self.limit.map(|n| n.to_string())),
+        ];
+        for (flag, value) in text {
+            if let Some(value) = value {
+                // `--flag=value`: a value that starts with `-` stays a value.
+                words.push(format!("{flag}={value}").into());
+            }
+        }
+        for (given, flag) in [
+            (self.incoming, "--in"),
+            (self.outgoing, "--out"),
+            (self.export, "--export"),
+        ] {
+            if given {
+                words.push(flag.into());
+            }
+        }
+        words
+    }
+}
+
+/// `log --host`: each host's history, one JSON array of them all in time order (newest
+/// first, or oldest first for a conversation or thread), each record with its host, at
+/// most `--limit` in all; in words (and `--export`'s lines) each host's as it printed
+/// them.
+pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exit, Failure> {
+    if args.import.is_some() || args.store.is_some() {
+        return Err(Failure::usage(
+            "no_host",
+            "--import and --store name this machine's files: they take no --host",
+        ));
+    }
+    let words = args.words();
+    if args.export || !out.is_json() {
+        return passed_on(out, hosts, &words);
+    }
+    let (mut records, failed) = hosts.arrays(&words);
+    for err in &failed {
+        out.warn(&err.to_string());
+    }
+    records.sort_by_key(|record| record["created_at_ms"].as_u64());
+    if args.with.is_none() && args.thread.is_none() {
+        records.reverse();
+    }
+    if let Some(limit) = args.limit.and_then(|n| usize::try_from(n).ok()) {
+        records.truncate(limit);
+    }
+    out.json(&records)?;
+    Ok(if failed.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Error
+    })
 }
 
 fn state(name: &str) -> Result<State, String> {

@@ -1,17 +1,21 @@
 //! `outbox`: the messages the post office still holds, oldest first; `outbox cancel` and
 //! `outbox retry`. Also how `log` prints records.
 
+use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use claude_peer_post::protocol::{Record, Request};
 use claude_peer_post::{MARK_END, MARK_START};
+use claude_peer_remote::Host;
+use serde_json::Value;
 
 use crate::args::ClaudeArg;
 use crate::error::{Exit, Failure};
 use crate::ops::post::{self, Start};
+use crate::ops::remote::{self, HostError, Hosts};
 use crate::ops::{self, Context};
-use crate::output::{JsonArray, Output};
+use crate::output::{JsonArray, Output, passed_on};
 use crate::table::{field, local_time};
 
 #[derive(Debug, clap::Args)]
@@ -70,6 +74,80 @@ pub(crate) fn exec(ctx: &Context, args: Args, out: &Output) -> Result<Exit, Fail
     }
     printer.end()?;
     Ok(if failed { Exit::Error } else { Exit::Success })
+}
+
+/// `outbox --host`: each host's outbox (or its cancel or retry of `HOST:ID`s, a bare ID
+/// on the one host asked), one JSON array of them all, each record with its host; in
+/// words, each host's as it printed them.
+pub(crate) fn exec_hosts(hosts: &Hosts, args: Args, out: &Output) -> Result<Exit, Failure> {
+    let (verb, ids) = match args.action {
+        None => (None, Vec::new()),
+        Some(Action::Cancel { ids }) => (Some("cancel"), ids),
+        Some(Action::Retry { ids }) => (Some("retry"), ids),
+    };
+    let mut per_host: Vec<(Host, Vec<OsString>)> = Vec::new();
+    for id in &ids {
+        let Some((host, there)) = hosts.target(id) else {
+            return Err(Failure::usage(
+                "no_host",
+                format!("`{id}` names none of the hosts asked: write HOST:{id}"),
+            ));
+        };
+        match per_host.iter_mut().find(|(h, _)| h == host) {
+            Some((_, ids)) => ids.push(there.into()),
+            None => per_host.push((host.clone(), vec![there.into()])),
+        }
+    }
+    let Some(verb) = verb else {
+        let words = ["outbox".into()];
+        if !out.is_json() {
+            return passed_on(out, hosts, &words);
+        }
+        let (records, failed) = hosts.arrays(&words);
+        return hosts_json(out, &records, &failed);
+    };
+    let chosen: Vec<Host> = per_host.iter().map(|(host, _)| host.clone()).collect();
+    let asked = hosts.ask_each(&chosen, |host| {
+        let mut words = vec!["outbox".into(), verb.into()];
+        if let Some((_, ids)) = per_host.iter().find(|(h, _)| h == host) {
+            words.extend(ids.iter().cloned());
+        }
+        (words, Vec::new())
+    });
+    let (mut records, mut failed) = (Vec::new(), Vec::new());
+    for (host, asked) in asked {
+        match remote::array(&host, asked) {
+            Ok(found) => records.extend(found),
+            Err(err) => failed.push(err),
+        }
+    }
+    hosts_json(out, &records, &failed)
+}
+
+/// The records of several hosts in one answer, the hosts that failed named on stderr.
+fn hosts_json(out: &Output, records: &[Value], failed: &[HostError]) -> Result<Exit, Failure> {
+    for err in failed {
+        out.warn(&err.to_string());
+    }
+    if out.is_json() {
+        out.json(&records)?;
+    } else {
+        for record in records {
+            let line = format!(
+                "{} {} {}: {}\n",
+                field(record["host"].as_str().unwrap_or_default()),
+                field(record["id"].as_str().unwrap_or_default()),
+                field(record["state"].as_str().unwrap_or_default()),
+                field(record["text"].as_str().unwrap_or_default()),
+            );
+            out.text(&line)?;
+        }
+    }
+    Ok(if failed.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Error
+    })
 }
 
 /// How records are printed in words.

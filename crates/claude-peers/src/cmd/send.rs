@@ -337,9 +337,10 @@ fn remote_flags(args: &Args) -> Vec<OsString> {
     if let Some(id) = &args.id {
         pairs.push(("--id", id.clone()));
     }
+    // `--flag=value`: a value that starts with `-` stays a value.
     let mut flags: Vec<OsString> = pairs
         .into_iter()
-        .flat_map(|(name, value)| [name.into(), value.into()])
+        .map(|(name, value)| format!("{name}={value}").into())
         .collect();
     for (given, name) in [(args.all_live, "--all-live"), (args.queue, "--queue")] {
         if given {

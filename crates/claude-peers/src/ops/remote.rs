@@ -100,32 +100,31 @@ impl Hosts {
         hosts: &[Host],
         request: impl Fn(&Host) -> (Vec<OsString>, Vec<u8>) + Sync,
     ) -> Vec<(Host, Asked)> {
-        std::thread::scope(|scope| {
-            let asking: Vec<_> = hosts
-                .iter()
-                .map(|host| {
-                    let request = &request;
-                    scope.spawn(move || {
-                        let (args, stdin) = request(host);
-                        (host.clone(), self.ask(host, &args, &stdin))
-                    })
-                })
-                .collect();
-            asking
-                .into_iter()
-                .zip(hosts)
-                .map(|(asked, host)| {
-                    asked.join().unwrap_or_else(|_| {
-                        let err = claude_peer_remote::Error::BadAnswer {
-                            host: host.to_string(),
-                            exit: 255,
-                            message: "asking it failed".to_owned(),
-                        };
-                        (host.clone(), Err(err))
-                    })
-                })
-                .collect()
+        each(hosts, |host| {
+            let (args, stdin) = request(host);
+            self.ask(host, &args, &stdin)
         })
+    }
+
+    /// Asks every host `claude-peers ARGS` at once, for their words as they are.
+    pub(crate) fn ask_all_text(
+        &self,
+        args: &[OsString],
+    ) -> Vec<(Host, Result<Answer, claude_peer_remote::Error>)> {
+        each(&self.list, |host| self.ask_text(host, args, b""))
+    }
+
+    /// Every host's JSON array answer to `args` (`list`, `log`, `outbox`), each item
+    /// marked with its host, in the hosts' order; and the hosts that failed.
+    pub(crate) fn arrays(&self, args: &[OsString]) -> (Vec<Value>, Vec<HostError>) {
+        let (mut items, mut failed) = (Vec::new(), Vec::new());
+        for (host, asked) in self.ask_all(args, b"") {
+            match array(&host, asked) {
+                Ok(found) => items.extend(found),
+                Err(err) => failed.push(err),
+            }
+        }
+        (items, failed)
     }
 
     /// Asks `host` `claude-peers --json ARGS`.
@@ -209,6 +208,36 @@ impl Hosts {
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         })
     }
+}
+
+/// `ask(host)` for each of `hosts`, one thread each; the answers in the hosts' order.
+fn each<T: Send>(
+    hosts: &[Host],
+    ask: impl Fn(&Host) -> Result<T, claude_peer_remote::Error> + Sync,
+) -> Vec<(Host, Result<T, claude_peer_remote::Error>)> {
+    std::thread::scope(|scope| {
+        let asking: Vec<_> = hosts
+            .iter()
+            .map(|host| {
+                let ask = &ask;
+                scope.spawn(move || ask(host))
+            })
+            .collect();
+        asking
+            .into_iter()
+            .zip(hosts)
+            .map(|(asked, host)| {
+                let answer = asked.join().unwrap_or_else(|_| {
+                    Err(claude_peer_remote::Error::BadAnswer {
+                        host: host.to_string(),
+                        exit: 255,
+                        message: "asking it failed".to_owned(),
+                    })
+                });
+                (host.clone(), answer)
+            })
+            .collect()
+    })
 }
 
 /// The answer as JSON, or why it is none.

@@ -81,6 +81,24 @@ fn remote_sessions_are_listed_shown_and_sent_to_and_nothing_hostile_runs() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(session_of(&list, &there.session_id)["host"], "r1");
     assert_eq!(session_of(&list, &here.session_id)["host"], "local");
+    let words = peers(
+        &ssh,
+        here.home.path(),
+        state.path(),
+        &["--host", "r1", "--host", "local", "list"],
+    )
+    .output()
+    .unwrap();
+    let words = String::from_utf8(words.stdout).unwrap();
+    let row = |host: &str, pid: u32| {
+        words
+            .lines()
+            .any(|l| l.starts_with(host) && l.contains(&pid.to_string()))
+    };
+    assert!(
+        words.starts_with("HOST") && row("r1", there.pid) && row("local", here.pid),
+        "{words}"
+    );
     let (_, alone, _) = run(&["--json", "list"]);
     assert_eq!(
         session_of(&alone, &here.session_id)["host"],
@@ -100,6 +118,18 @@ fn remote_sessions_are_listed_shown_and_sent_to_and_nothing_hostile_runs() {
     );
 
     sent_byte_for_byte(&ssh, here.home.path(), state.path(), &there, &marker);
+    // The remote's own history holds it, as its send recorded it.
+    let (code, log, stderr) = run(&["--json", "--host", "r1", "log", "--limit", "1"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        (&log[0]["session_id"], &log[0]["host"], &log[0]["receipt"]),
+        (&json!(there.session_id), &json!("r1"), &json!("read")),
+        "{log}"
+    );
+    assert!(
+        log[0]["text"].as_str().unwrap().contains("$(touch"),
+        "{log}"
+    );
     let touch = marker.display();
 
     // A name or a host that a shell would run: nothing runs.
