@@ -104,13 +104,14 @@ impl Output {
             return failure.exit.into();
         }
         if self.is_json() {
-            let _ = self.text(&format!("{}\n", failure.json()));
+            // serde's escaping only: escaping it again for a terminal would break it.
+            let _ = self.styled(&format!("{}\n", failure.json()));
         }
         let _ = writeln!(
             io::stderr(),
             "claude-peers: {}: {}",
             failure.name,
-            table::lines(&failure.message)
+            table::field(&failure.message)
         );
         failure.exit.into()
     }

@@ -106,7 +106,7 @@ pub(crate) fn exec(
                         "{}: {}: {}",
                         field(target),
                         failure.name,
-                        failure.message
+                        field(&failure.message)
                     );
                 }
             }

@@ -196,7 +196,7 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
                 Ok(delivered) => sentence(delivered),
                 Err(err) => {
                     let failure = Failure::from(err);
-                    format!("{}: {}\n", failure.name, failure.message)
+                    format!("{}: {}\n", failure.name, field(&failure.message))
                 }
             };
             let _ = write!(text, "{}: {what}", field(outcome.target));

@@ -145,7 +145,9 @@ pub(crate) struct ClaudeBinary {
 
 /// The Claude Code to send with: `--claude`, else `claude` on `PATH`, else the native
 /// installer's `~/.local/bin/claude`, else `~/.claude/local/claude`. When there is none,
-/// the error names every place looked in.
+/// the error names every place looked in. Only absolute `PATH` entries count: an empty
+/// or relative one would be looked up from wherever this runs, so a `./claude` planted in
+/// a working directory never sends.
 pub(crate) fn find_claude(flag: Option<PathBuf>) -> Result<ClaudeBinary, Error> {
     if let Some(path) = flag.map(super::absolute) {
         return if path.is_file() {
@@ -158,7 +160,9 @@ pub(crate) fn find_claude(flag: Option<PathBuf>) -> Result<ClaudeBinary, Error> 
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let on_path = std::env::split_paths(&path).map(|dir| (dir.join("claude"), Found::Path));
+    let on_path = std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| (dir.join("claude"), Found::Path));
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|home| home.is_absolute());
@@ -171,8 +175,7 @@ pub(crate) fn find_claude(flag: Option<PathBuf>) -> Result<ClaudeBinary, Error> 
     let candidates: Vec<(PathBuf, Found)> = on_path.chain(installed).collect();
     if let Some((path, found)) = candidates.iter().find(|(path, _)| is_executable(path)) {
         return Ok(ClaudeBinary {
-            // A relative PATH entry names a directory the sender does not run in.
-            path: super::absolute(path.clone()),
+            path: path.clone(),
             found: *found,
         });
     }

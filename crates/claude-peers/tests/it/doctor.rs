@@ -288,6 +288,48 @@ fn a_claude_only_in_local_bin_is_found_by_doctor_and_by_send() {
 }
 
 #[test]
+fn a_claude_in_the_working_directory_is_never_run_through_an_empty_or_relative_path() {
+    let cwd = tempfile::tempdir().unwrap();
+    let ran = cwd.path().join("ran");
+    let planted = cwd.path().join("claude");
+    fs::write(&planted, format!("#!/bin/sh\ntouch {}\n", ran.display())).unwrap();
+    fs::set_permissions(
+        &planted,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    fs::create_dir(cwd.path().join("bin")).unwrap();
+    symlink(&planted, cwd.path().join("bin/claude")).unwrap();
+    for path in ["", ":", ".", "bin", "/nonexistent:"] {
+        for args in [&["doctor"][..], &["send", "anyone", "--message", "hi"]] {
+            let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+                .arg("--home")
+                .arg(cwd.path())
+                .arg("--json")
+                .args(args)
+                .current_dir(cwd.path())
+                .env("HOME", "/nonexistent-home")
+                .env("PATH", path)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let (_, json, _) = parsed(&output);
+            let said = if args[0] == "doctor" {
+                check(&json, "claude")["detail"].clone()
+            } else {
+                json["error"].clone()
+            };
+            assert!(
+                said == "claude_not_found"
+                    || said.as_str().is_some_and(|d| d.contains("no Claude Code")),
+                "PATH={path:?} {args:?}: {json}"
+            );
+        }
+    }
+    assert!(!ran.exists(), "a planted ./claude ran");
+}
+
+#[test]
 fn the_man_page_names_every_subcommand() {
     let output = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
         .arg("man")

@@ -54,3 +54,28 @@ fn every_refusal_exits_3_with_its_stable_name() {
         insta::assert_json_snapshot!(format!("refusal_{session}"), json);
     }
 }
+
+#[test]
+fn a_refusal_of_hostile_text_is_valid_json_and_one_escaped_line_in_words() {
+    let mut home = TempHome::new().unwrap();
+    let twin = (Sleeper::spawn().unwrap(), Sleeper::spawn().unwrap());
+    let name = "x\u{202e}\u{7f}\u{85}\nclaude-peers: delivered";
+    home.live_record(&twin.0, "s-1", name, "idle", true);
+    home.live_record(&twin.1, "s-2", name, "idle", true);
+    for target in ["x\u{202e}\u{7f}\u{85}", name] {
+        for command in ["show", "resolve"] {
+            // `json` fails the test unless stdout is one JSON value.
+            let (code, json, stderr) = home.json(&[command, target]);
+            assert_ne!(code, 0, "{json}");
+            assert!(json["message"].as_str().is_some(), "{json}");
+            assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+            for hostile in ['\u{202e}', '\u{7f}', '\u{85}', '\n'] {
+                assert!(!stderr.trim_end().contains(hostile), "{stderr:?}");
+            }
+        }
+    }
+    let refused = home.run(&["resolve", name]);
+    let words = String::from_utf8(refused.stderr).unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{words}");
+    assert!(words.contains(r"\u{a}claude-peers: delivered"), "{words}");
+}

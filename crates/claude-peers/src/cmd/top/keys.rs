@@ -14,6 +14,77 @@ const MAX_FILTER: usize = 200;
 /// How many rows Page Down and Page Up move by.
 const PAGE: isize = 20;
 
+/// A key a view answers, as its footer names it and as the help explains it. The footer
+/// and the help are both drawn from the tables below, so neither offers a key that does
+/// nothing where it is shown.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyHelp {
+    /// The keys, as the help lists them.
+    pub(crate) keys: &'static str,
+    /// The footer's word for it.
+    pub(crate) short: &'static str,
+    /// What it does, as the help says.
+    pub(crate) what: &'static str,
+}
+
+/// The keys of the table of sessions.
+pub(crate) const TABLE_KEYS: [KeyHelp; 7] = [
+    KeyHelp {
+        keys: "q, Ctrl-C",
+        short: "q quit",
+        what: "quit",
+    },
+    KeyHelp {
+        keys: "j, Down / k, Up",
+        short: "j/k move",
+        what: "move the selection (PageDown, PageUp, g, G too)",
+    },
+    KeyHelp {
+        keys: "Enter",
+        short: "Enter details",
+        what: "the selected session's details, replies included",
+    },
+    KeyHelp {
+        keys: "m",
+        short: "m message",
+        what: "type a message for the selected session; Enter sends it",
+    },
+    KeyHelp {
+        keys: "/",
+        short: "/ filter",
+        what: "filter by name or cwd (Enter keeps it, Esc clears it)",
+    },
+    KeyHelp {
+        keys: "p",
+        short: "p policy",
+        what: "change crossSessionInbound in your settings.json, after a confirmation",
+    },
+    KeyHelp {
+        keys: "?",
+        short: "? help",
+        what: "this help",
+    },
+];
+
+/// The keys of one session's details.
+pub(crate) const DETAILS_KEYS: [KeyHelp; 3] = [
+    KeyHelp {
+        keys: "m (details)",
+        short: "m message",
+        what: "type a message for the session shown; Enter sends it",
+    },
+    KeyHelp {
+        keys: "Esc, Enter, q",
+        short: "Esc back",
+        what: "from the details, back to the table",
+    },
+    KeyHelp {
+        keys: "Ctrl-C",
+        short: "Ctrl-C quit",
+        what: "quit, from any view",
+    },
+];
+
 /// What a key asks of the world outside the state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Action {
@@ -49,13 +120,14 @@ fn key_press(state: &mut State, key: &KeyEvent) -> Option<Action> {
     }
     match std::mem::replace(&mut state.mode, Mode::Table) {
         Mode::Table => return table(state, key),
-        Mode::Details(session_id) => {
-            if matches!(key.code, KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q')) {
-                state.transcript = None;
-            } else {
-                state.mode = Mode::Details(session_id);
+        Mode::Details(session_id) => match key.code {
+            KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => state.transcript = None,
+            KeyCode::Char('m') => {
+                state.mode = Mode::Details(session_id.clone());
+                start_message(state, Some(&session_id));
             }
-        }
+            _ => state.mode = Mode::Details(session_id),
+        },
         Mode::Help => {}
         Mode::Filter => filter(state, key),
         Mode::Message {
@@ -96,15 +168,20 @@ fn table(state: &mut State, key: &KeyEvent) -> Option<Action> {
                 state.mode = Mode::Details(session.record.session_id.clone());
             }
         }
-        KeyCode::Char('m') => start_message(state),
+        KeyCode::Char('m') => start_message(state, None),
         _ => {}
     }
     None
 }
 
-/// Opens the message line for the selected session, when it can be messaged.
-fn start_message(state: &mut State) {
-    let Some(session) = state.board.selected() else {
+/// Opens the message line for the session `session_id` (else the selected one), when it
+/// can be messaged.
+fn start_message(state: &mut State, session_id: Option<&str>) {
+    let session = match session_id {
+        Some(id) => state.board.session(id),
+        None => state.board.selected(),
+    };
+    let Some(session) = session else {
         "no session selected".clone_into(&mut state.status);
         return;
     };

@@ -12,6 +12,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Wrap};
 
+use super::keys::{DETAILS_KEYS, KeyHelp, TABLE_KEYS};
 use super::state::{Colors, Mode, State};
 use crate::table::{StatusColor, ago, field, local_time, session_fields, status_text};
 
@@ -117,8 +118,8 @@ fn footer_line(state: &State, width: u16) -> Line<'static> {
             )
         }
         _ if !state.status.is_empty() => field(&state.status).into_owned(),
-        _ => "q quit · j/k move · Enter details · m message · / filter · p policy · ? help"
-            .to_owned(),
+        Mode::Details(_) => shorts(&DETAILS_KEYS),
+        _ => shorts(&TABLE_KEYS),
     };
     Line::from(text)
 }
@@ -309,28 +310,17 @@ fn details(frame: &mut Frame<'_>, state: &State, session_id: &str, area: Rect) {
     );
 }
 
+/// A footer naming `keys`.
+fn shorts(keys: &[KeyHelp]) -> String {
+    let words: Vec<&str> = keys.iter().map(|key| key.short).collect();
+    words.join(" · ")
+}
+
 fn help(frame: &mut Frame<'_>, area: Rect) {
-    let keys = [
-        (
-            "j, Down / k, Up",
-            "move the selection (PageDown, PageUp, g, G too)",
-        ),
-        ("Enter", "the selected session's details, replies included"),
-        (
-            "m",
-            "type a message for the selected session; Enter sends it",
-        ),
-        ("/", "filter by name or cwd (Enter keeps it, Esc clears it)"),
-        (
-            "p",
-            "change crossSessionInbound in your settings.json, after a confirmation",
-        ),
-        ("?", "this help"),
-        ("q, Ctrl-C", "quit"),
-    ];
-    let mut lines: Vec<Line<'static>> = keys
+    let mut lines: Vec<Line<'static>> = TABLE_KEYS
         .iter()
-        .map(|(key, what)| Line::from(format!("{key:<18}{what}")))
+        .chain(&DETAILS_KEYS)
+        .map(|key| Line::from(format!("{:<18}{}", key.keys, key.what)))
         .collect();
     lines.push(Line::from(""));
     lines.push(Line::from(

@@ -354,3 +354,53 @@ fn a_reply_is_announced_on_the_status_line_and_a_failure_marks_the_row() {
         Some(&Fate::Failed("inbound_refused".to_owned()))
     );
 }
+
+/// The key a footer's word names: its first word.
+fn footer_key(short: &str) -> Terminal {
+    match short.split(' ').next().unwrap() {
+        "Enter" => super::key(KeyCode::Enter),
+        "Esc" => super::key(KeyCode::Esc),
+        "Ctrl-C" => ctrl('c'),
+        "j/k" => super::key(KeyCode::Char('j')),
+        one => super::key(KeyCode::Char(one.chars().next().unwrap())),
+    }
+}
+
+#[test]
+fn every_key_a_view_offers_does_something_there_and_m_messages_from_the_details_too() {
+    use crate::cmd::top::keys::{DETAILS_KEYS, TABLE_KEYS};
+    for (keys, details) in [(&TABLE_KEYS[..], false), (&DETAILS_KEYS[..], true)] {
+        for offered in keys {
+            let mut state = fifty();
+            if details {
+                press(&mut state, [KeyCode::Char('j'), KeyCode::Enter]);
+            }
+            let before = (state.mode.clone(), selected(&state), state.status.clone());
+            let action = handle(&mut state, &footer_key(offered.short));
+            let after = (state.mode.clone(), selected(&state), state.status.clone());
+            assert!(
+                action.is_some() || after != before,
+                "`{}` does nothing in {:?}",
+                offered.short,
+                before.0
+            );
+        }
+    }
+    let mut state = fifty();
+    press(&mut state, [KeyCode::Char('j'), KeyCode::Enter]);
+    let shown = state.board.selected().unwrap().record.session_id.clone();
+    press(&mut state, [KeyCode::Char('m')]);
+    assert!(
+        matches!(&state.mode, Mode::Message { session_id, .. } if *session_id == shown),
+        "{:?}",
+        state.mode
+    );
+    type_text(&mut state, "from the details");
+    assert_eq!(
+        press(&mut state, [KeyCode::Enter]),
+        [Action::Send {
+            session_id: shown,
+            text: "from the details".to_owned()
+        }]
+    );
+}

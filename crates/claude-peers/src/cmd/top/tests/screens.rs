@@ -175,7 +175,7 @@ fn the_policy_question_then_its_confirmation() {
 fn the_help_lists_every_key() {
     let mut state = every_status();
     press(&mut state, [KeyCode::Char('?')]);
-    assert_snapshot!(screen(&mut state, 90, 16));
+    assert_snapshot!(screen(&mut state, 90, 20));
 }
 
 #[test]
