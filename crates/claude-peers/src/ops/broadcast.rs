@@ -103,7 +103,7 @@ pub(crate) fn broadcast(
 ) -> Result<Outcomes, Error> {
     let order = SendOrder::new(ctx, targets)?;
     send::with_relay(ctx, relay, order.by_pid.len(), |relay: &dyn Relay| {
-        order.send(|session_id| {
+        order.send(ctx, |session_id| {
             ctx.courier()
                 .deliver(&ctx.home, session_id, message, &relay)
         })
@@ -120,29 +120,28 @@ pub(crate) fn broadcast_with<E>(
 where
     Error: From<E>,
 {
-    Ok(SendOrder::new(ctx, targets)?.send(send_to))
+    Ok(SendOrder::new(ctx, targets)?.send(ctx, send_to))
 }
 
 /// The targets resolved, and the sessions to send to in the order of their pids.
 pub(crate) struct SendOrder {
     resolved: Vec<(String, Result<Chosen, Error>)>,
     by_pid: Vec<Chosen>,
+    /// How long the targets not live yet are waited for, once the live ones are sent to.
+    wait_live: Option<Duration>,
 }
 
 impl SendOrder {
-    /// Resolves every target against one scan of the registry (another only while
-    /// `--wait-live` waits); each send still resolves its session again at the gate.
+    /// Resolves every target against one scan of the registry; each send still
+    /// resolves its session again at the gate.
     pub(crate) fn new(ctx: &Context, targets: &Targets) -> Result<Self, Error> {
         let discovery = Discovery::os();
-        let mut roster = discovery.roster(&ctx.home, Scope::Live)?;
+        let roster = discovery.roster(&ctx.home, Scope::Live)?;
         let mut resolved: Vec<(String, Result<Chosen, Error>)> = targets
             .given
             .iter()
             .map(|target| (target.clone(), chosen(&roster, target)))
             .collect();
-        if let Some(limit) = targets.wait_live {
-            roster = wait_live(ctx, &discovery, roster, &mut resolved, limit)?;
-        }
         if let Some(select) = &targets.select {
             // By pid, as a roster has them.
             for session in &roster.select(select)? {
@@ -158,7 +157,11 @@ impl SendOrder {
             }
         }
         by_pid.sort_by_key(|c| c.pid);
-        Ok(Self { resolved, by_pid })
+        Ok(Self {
+            resolved,
+            by_pid,
+            wait_live: targets.wait_live,
+        })
     }
 
     /// The targets that name no session to send to, as given, and why.
@@ -182,16 +185,33 @@ impl SendOrder {
         })
     }
 
-    /// Sends to each session once with `send`; every target's outcome.
-    fn send<E>(self, mut send_to: impl FnMut(&str) -> Result<Delivered, E>) -> Outcomes
+    /// Sends to each session once with `send`: the live ones in the order of their
+    /// pids, then each target waited for (`--wait-live`) as soon as it is live; every
+    /// target's outcome.
+    fn send<E>(
+        mut self,
+        ctx: &Context,
+        mut send_to: impl FnMut(&str) -> Result<Delivered, E>,
+    ) -> Outcomes
     where
         Error: From<E>,
     {
-        let sent = self
+        let mut sent: Vec<Result<Delivered, Error>> = self
             .by_pid
             .iter()
             .map(|chosen| send_to(&chosen.session_id).map_err(Error::from))
             .collect();
+        if let Some(limit) = self.wait_live {
+            let by_pid = &mut self.by_pid;
+            // The registry unreadable or unwatchable while waiting: the targets still
+            // waited for keep their refusal.
+            let _ = wait_live(ctx, &mut self.resolved, limit, |chosen| {
+                if !by_pid.iter().any(|c| c.session_id == chosen.session_id) {
+                    by_pid.push(chosen.clone());
+                    sent.push(send_to(&chosen.session_id).map_err(Error::from));
+                }
+            });
+        }
         let order = &self.by_pid;
         let targets = self
             .resolved
@@ -231,15 +251,14 @@ fn chosen(roster: &Os<'_>, target: &str) -> Result<Chosen, Error> {
 type Os<'d> = Roster<'d, OsProcessTable, OsRegistryFs>;
 
 /// Waits up to `limit` for the targets not live yet to become live and addressable,
-/// following the registry with the watch engine; the others are left as they are. The
-/// registry as last read is handed back, for the selectors to choose from.
-fn wait_live<'d>(
+/// following the registry with the watch engine, and hands each to `live` as soon as it
+/// is; the others are left as they are.
+fn wait_live(
     ctx: &Context,
-    discovery: &'d Discovery<OsProcessTable, OsRegistryFs>,
-    mut roster: Os<'d>,
     resolved: &mut [(String, Result<Chosen, Error>)],
     limit: Duration,
-) -> Result<Os<'d>, Error> {
+    mut live: impl FnMut(&Chosen),
+) -> Result<(), Error> {
     let waiting = |result: &Result<Chosen, Error>| {
         result.as_ref().is_err_and(|err| {
             err.refusal().is_some_and(|refusal| {
@@ -251,18 +270,22 @@ fn wait_live<'d>(
         })
     };
     if !resolved.iter().any(|(_, r)| waiting(r)) {
-        return Ok(roster);
+        return Ok(());
     }
     let deadline = Instant::now() + limit;
+    let discovery = Discovery::os();
     let mut watcher = Watcher::os(ctx.home.clone())?;
     loop {
-        roster = discovery.roster(&ctx.home, Scope::Live)?;
+        let roster = discovery.roster(&ctx.home, Scope::Live)?;
         for (target, result) in resolved.iter_mut().filter(|(_, r)| waiting(r)) {
             *result = chosen(&roster, target);
+            if let Ok(chosen) = result {
+                live(chosen);
+            }
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || !resolved.iter().any(|(_, r)| waiting(r)) {
-            return Ok(roster);
+            return Ok(());
         }
         // An event, or a short while: a socket appears without a registry event.
         watcher.next_event(left.min(RETRY_EVERY))?;

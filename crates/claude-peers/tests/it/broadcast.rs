@@ -11,7 +11,7 @@ use claude_peer_testkit::home::TempHome;
 use claude_peer_testkit::process::{Sleeper, shell_script};
 use serde_json::{Value, json};
 
-use crate::receiver::{Receiver, claude, counting_claude, parsed, prepare_home};
+use crate::receiver::{Receiver, claude, counting_claude, parsed, prepare_home, wait_for};
 use crate::support::CommandHome as _;
 
 /// `claude-peers --home HOME --json send …` as a user runs it, its sender's private home
@@ -139,6 +139,51 @@ fn wait_live_delivers_to_a_session_that_starts_later() {
     assert_eq!(code, 0, "{json} {stderr}");
     assert_eq!(json["session"]["session_id"], session_id, "{json}");
     assert_eq!(late.times_read("welcome aboard"), 1);
+}
+
+#[test]
+fn wait_live_sends_to_a_live_target_at_once_and_to_the_other_when_it_starts() {
+    let home = Arc::new(tempfile::tempdir().unwrap());
+    prepare_home(
+        home.path(),
+        &["now", "late"],
+        &json!({"crossSessionInbound": "accept"}),
+    );
+    let now = Receiver::start_in(&home, "now", &[]);
+    let cache = tempfile::tempdir().unwrap();
+    let late_id = "7b2c3d4e-5f6a-4b7c-8d9e-1f2a3b4c5d6e";
+    let text = "first come, first told";
+    let send = peers(home.path(), cache.path())
+        .args([
+            &now.session_id,
+            late_id,
+            "--wait-live",
+            "20s",
+            "--message",
+            text,
+        ])
+        .arg("--claude")
+        .arg(claude())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let read_first = wait_for(Duration::from_secs(15), || {
+        (now.times_read(text) == 1).then_some(())
+    });
+    assert!(
+        read_first.is_some(),
+        "the live one is not sent to before the other starts"
+    );
+    let late = Receiver::start_in(&home, "late", &["--session-id", late_id]);
+    let (code, json, stderr) = parsed(&send.wait_with_output().unwrap());
+    assert_eq!(
+        (code, &json["delivered"]),
+        (0, &json!(2)),
+        "{json} {stderr}"
+    );
+    assert_eq!(late.times_read(text), 1);
+    assert_eq!(now.times_read(text), 1, "once");
 }
 
 #[test]
