@@ -150,8 +150,11 @@ pub(crate) enum Command {
     /// send_message and reply (through one long-lived Claude Code sender, as mailbox
     /// sends), outbox, and wait_for_messages (its replies and later receipts); the resource
     /// claude-peers://sessions, which a client can subscribe to. No tool changes
-    /// settings. Diagnostics go to stderr.
+    /// settings. Diagnostics go to stderr. mcp install / mcp uninstall register it in
+    /// Claude Code (claude mcp add / remove).
     Mcp {
+        #[command(subcommand)]
+        action: Option<cmd::mcp::Action>,
         #[command(flatten)]
         claude: ClaudeArg,
         #[command(flatten)]

@@ -91,6 +91,11 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
             timeout.span.0,
         ),
         Command::Mcp {
+            action: Some(action),
+            ..
+        } => cmd::mcp::install(&ctx, action, out),
+        Command::Mcp {
+            action: None,
             claude,
             managed_settings,
         } => cmd::mcp::run(

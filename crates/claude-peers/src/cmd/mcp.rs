@@ -27,9 +27,12 @@
 mod args;
 mod history;
 mod inbox;
+mod install;
 mod post;
 mod result;
 mod sessions_resource;
+
+pub(crate) use install::{Action, exec as install};
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};

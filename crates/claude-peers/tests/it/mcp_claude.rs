@@ -312,3 +312,81 @@ fn claude_code_calls_every_tool_and_its_stream_shows_the_contract_json() {
         "no tool touched the receiver's settings"
     );
 }
+
+#[test]
+fn mcp_install_registers_the_server_in_claude_code_and_uninstall_removes_it() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("project");
+    fs::create_dir(&project).unwrap();
+    let claude_mcp = |args: &[&str]| {
+        let out = Command::new(claude())
+            .arg("mcp")
+            .args(args)
+            .current_dir(&project)
+            .env("CLAUDE_CONFIG_DIR", home.path())
+            .env("HOME", home.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let peers = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+            .arg("--home")
+            .arg(home.path())
+            .arg("--json")
+            .args(["mcp"])
+            .args(args)
+            .arg("--claude")
+            .arg(claude())
+            .current_dir(&project)
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env("HOME", home.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        crate::receiver::parsed(&out)
+    };
+    for scope in ["user", "project"] {
+        let (code, done, stderr) = peers(&["install", "--scope", scope]);
+        assert_eq!(
+            (code, &done["installed"]),
+            (0, &json!(true)),
+            "{done} {stderr}"
+        );
+        // Again: replaced, not refused.
+        assert_eq!(peers(&["install", "--scope", scope]).0, 0);
+        let listed = claude_mcp(&["list"]);
+        assert!(
+            listed.contains(&format!(
+                "claude-peers: {} mcp",
+                env!("CARGO_BIN_EXE_claude-peers")
+            )) && listed.contains(if scope == "user" {
+                "Connected"
+            } else {
+                // A project's server waits for each user's approval in Claude Code.
+                "Pending approval"
+            }),
+            "{scope}: {listed}"
+        );
+        if scope == "project" {
+            let shared = fs::read_to_string(project.join(".mcp.json")).unwrap();
+            assert!(shared.contains("claude-peers"), "{shared}");
+        }
+        let (code, done, stderr) = peers(&["uninstall", "--scope", scope]);
+        assert_eq!(
+            (code, &done["uninstalled"]),
+            (0, &json!(true)),
+            "{done} {stderr}"
+        );
+        let (code, failed, _) = peers(&["uninstall", "--scope", scope]);
+        assert_eq!(
+            (code, &failed["error"]),
+            (1, &json!("mcp_uninstall_failed"))
+        );
+    }
+    assert!(
+        claude_mcp(&["list"]).contains("No MCP servers"),
+        "all removed"
+    );
+}
