@@ -260,7 +260,10 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
         self.follow(session_id);
         let delivered = {
             let (pid, socket) = (self.sender.pid(), self.sender.socket().map(str::to_owned));
+            let (courier, home) = (&self.courier, &self.home);
+            let lookup = |address: &str| session_at(courier, home, address);
             let relay = MailboxRelay {
+                session_at: &lookup,
                 sender: RefCell::new(&mut self.sender),
                 tracker: RefCell::new(&mut self.tracker),
                 ready: RefCell::new(&mut self.ready),
@@ -473,6 +476,9 @@ impl<P: ProcessTable, F: RegistryFs> Mailbox<P, F> {
 /// The relay a mailbox hands to [`claude_peer_deliver::Prepared::hand_over`]: asks its running sender
 /// and waits for the tool result, turning every other line meanwhile into events.
 struct MailboxRelay<'a> {
+    /// The session at a messaging address, looked up when a message or notice is heard
+    /// mid-send, as between sends.
+    session_at: &'a dyn Fn(&str) -> Option<String>,
     sender: RefCell<&'a mut HeadlessClaude>,
     tracker: RefCell<&'a mut Tracker>,
     ready: RefCell<&'a mut VecDeque<MailboxEvent>>,
@@ -498,11 +504,10 @@ impl Relay for MailboxRelay<'_> {
         let mut tracker = self.tracker.borrow_mut();
         let mut ready = self.ready.borrow_mut();
         let mut heard = self.heard.borrow_mut();
-        // Sessions are looked up when events are read, not while sending; transcript
-        // lines wait until the send is on the books.
+        // Transcript lines wait until the send is on the books.
         let mut other = |line, tracker: &mut Tracker| match line {
             Line::Transcript { .. } => heard.push(line),
-            line => observe(line, tracker, &mut ready, |_| None),
+            line => observe(line, tracker, &mut ready, self.session_at),
         };
         let ids = sender
             .request(target, message, self.idle)

@@ -884,3 +884,36 @@ fn a_senders_conversation_starts_afresh_every_25_sends_at_the_same_address() {
         "the last of the first 25 was read"
     );
 }
+
+#[test]
+fn a_reply_heard_while_another_send_goes_out_has_its_session_id() {
+    let home = Arc::new(tempfile::tempdir().unwrap());
+    crate::receiver::prepare_home(
+        home.path(),
+        &["quiet", "replying"],
+        &json!({"crossSessionInbound": "accept"}),
+    );
+    let quiet = Receiver::start_in(&home, "quiet", &[]);
+    let replying = Receiver::launch(
+        &home,
+        "replying",
+        &crate::receiver::REPLYING_ARGS,
+        &[],
+        crate::receiver::replying_script("heard mid-send".to_owned()),
+    );
+    let mut mailbox = MailboxProcess::start(quiet.home.path());
+    mailbox.send("r", &replying.session_id, "please reply", false);
+    // Sends back to back: the reply comes while one of them is going out.
+    for n in 0..8 {
+        mailbox.send(
+            &format!("q{n}"),
+            &quiet.session_id,
+            &format!("busy {n}"),
+            false,
+        );
+    }
+    let events = mailbox.until(Duration::from_secs(90), |e| is(e, "message"));
+    let reply = events.last().unwrap();
+    assert_eq!(reply["text"], "heard mid-send", "{reply}");
+    assert_eq!(reply["session_id"], replying.session_id.as_str(), "{reply}");
+}
