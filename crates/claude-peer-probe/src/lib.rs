@@ -229,7 +229,19 @@ pub enum SocketStatus {
         kind: FileKind,
         /// Owner uid.
         owner: u32,
+        /// The directory it is in (`lstat`), `None` when that is no directory.
+        dir: Option<SocketDir>,
     },
+}
+
+/// The directory a messaging socket is in: whoever may change what it holds could put
+/// another socket at the record's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketDir {
+    /// Owner uid.
+    pub owner: u32,
+    /// Whether its group or others may write to it (sticky or not).
+    pub shared: bool,
 }
 
 /// The registry directory, as far as scanning needs it. `Sync`: a scan reads many

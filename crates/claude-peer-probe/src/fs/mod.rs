@@ -14,7 +14,7 @@ use claude_peer_registry::MAX_RECORD_BYTES;
 use rustix::fs::{AtFlags, CWD, Mode, OFlags, RawDir};
 use rustix::io::Errno;
 
-use crate::{DirStatus, FileKind, RecordFile, RegistryFs, SocketStatus};
+use crate::{DirStatus, FileKind, RecordFile, RegistryFs, SocketDir, SocketStatus};
 
 mod bounded;
 
@@ -96,10 +96,21 @@ impl RegistryFs for OsRegistryFs {
     fn socket_status(&self, path: &Path) -> io::Result<SocketStatus> {
         Ok(match lstat(path)? {
             None => SocketStatus::Missing,
-            Some(meta) => SocketStatus::Present {
-                kind: kind_of(meta.file_type()),
-                owner: meta.uid(),
-            },
+            Some(meta) => {
+                let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+                let dir = parent
+                    .and_then(|parent| lstat(parent).ok().flatten())
+                    .filter(Metadata::is_dir)
+                    .map(|dir| SocketDir {
+                        owner: dir.uid(),
+                        shared: dir.mode() & 0o022 != 0,
+                    });
+                SocketStatus::Present {
+                    kind: kind_of(meta.file_type()),
+                    owner: meta.uid(),
+                    dir,
+                }
+            }
         })
     }
 }

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use claude_peer_probe::{
-    BoundedRead, FileKind, Links, Opens, OsRegistryFs, ReadError, RegistryFs, SocketStatus,
+    BoundedRead, FileKind, Links, Opens, OsRegistryFs, ReadError, RegistryFs, SocketDir,
+    SocketStatus,
 };
 use claude_peer_registry::MAX_RECORD_BYTES;
 use claude_peer_testkit::process::within;
@@ -189,9 +190,42 @@ fn a_bound_unix_socket_is_present_as_a_socket_with_its_owner() {
         OsRegistryFs::new().socket_status(&path).unwrap(),
         SocketStatus::Present {
             kind: FileKind::Socket,
-            owner: me()
+            owner: me(),
+            dir: Some(SocketDir {
+                owner: me(),
+                shared: false
+            })
         }
     );
+}
+
+#[test]
+fn a_sockets_directory_is_told_with_its_owner_and_whether_others_may_write_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("138.sock");
+    let _listener = UnixListener::bind(&path).unwrap();
+    for (mode, shared) in [
+        (0o700, false),
+        (0o770, true),
+        (0o1777, true),
+        (0o755, false),
+    ] {
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        let SocketStatus::Present { dir: found, .. } =
+            OsRegistryFs::new().socket_status(&path).unwrap()
+        else {
+            panic!("present");
+        };
+        assert_eq!(
+            found,
+            Some(SocketDir {
+                owner: me(),
+                shared
+            }),
+            "{mode:o}"
+        );
+    }
 }
 
 #[test]
@@ -204,7 +238,11 @@ fn socket_status_reports_other_things_and_absence_by_lstat_only() {
         fs.socket_status(&regular).unwrap(),
         SocketStatus::Present {
             kind: FileKind::Regular,
-            owner: me()
+            owner: me(),
+            dir: Some(SocketDir {
+                owner: me(),
+                shared: false
+            })
         }
     );
 
@@ -216,7 +254,11 @@ fn socket_status_reports_other_things_and_absence_by_lstat_only() {
         fs.socket_status(&link).unwrap(),
         SocketStatus::Present {
             kind: FileKind::Symlink,
-            owner: me()
+            owner: me(),
+            dir: Some(SocketDir {
+                owner: me(),
+                shared: false
+            })
         },
         "a link to a socket is a link"
     );

@@ -54,6 +54,14 @@ pub enum Unaddressable {
         /// This reader's uid.
         uid: u32,
     },
+    /// The socket's directory is not this user's alone: another could put a socket of
+    /// theirs at its path.
+    SocketDirUnsafe {
+        /// The socket's path.
+        socket: String,
+        /// What is wrong with its directory.
+        why: String,
+    },
     /// The path is there but is no socket.
     NotASocket {
         /// The path, as the record names it.
@@ -81,6 +89,7 @@ impl Unaddressable {
             Self::NoSocket => "no_socket",
             Self::SocketMissing { .. } => "socket_missing",
             Self::SocketNotOwned { .. } => "socket_not_owned",
+            Self::SocketDirUnsafe { .. } => "socket_dir_unsafe",
             Self::NotASocket { .. } => "not_a_socket",
             Self::SocketUnreadable { .. } => "socket_unreadable",
         }
@@ -103,6 +112,9 @@ impl fmt::Display for Unaddressable {
                 f,
                 "its messaging socket `{socket}` belongs to uid {owner}, not to this user (uid {uid})"
             ),
+            Self::SocketDirUnsafe { socket, why } => {
+                write!(f, "the directory of its messaging socket `{socket}` {why}")
+            }
             Self::NotASocket { socket, kind } => {
                 write!(f, "`{socket}` is a {}, not a socket", kind.as_str())
             }

@@ -146,13 +146,35 @@ impl<P: ProcessTable, F: RegistryFs> Discovery<P, F> {
             Ok(SocketStatus::Present {
                 kind: FileKind::Socket,
                 owner,
-            }) if owner == uid => return Addressability::Addressable(PathBuf::from(socket)),
+                dir,
+            }) if owner == uid => match dir {
+                Some(dir) if dir.owner == uid && !dir.shared => {
+                    return Addressability::Addressable(PathBuf::from(socket));
+                }
+                dir => Unaddressable::SocketDirUnsafe {
+                    socket: socket_owned,
+                    why: dir.map_or_else(
+                        || "is no directory".to_owned(),
+                        |dir| {
+                            if dir.owner == uid {
+                                "may be written by others".to_owned()
+                            } else {
+                                format!(
+                                    "belongs to uid {}, not to this user (uid {uid})",
+                                    dir.owner
+                                )
+                            }
+                        },
+                    ),
+                },
+            },
             Ok(SocketStatus::Missing) => Unaddressable::SocketMissing {
                 socket: socket_owned,
             },
             Ok(SocketStatus::Present {
                 kind: FileKind::Socket,
                 owner,
+                ..
             }) => Unaddressable::SocketNotOwned {
                 socket: socket_owned,
                 owner,

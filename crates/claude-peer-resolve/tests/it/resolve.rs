@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use claude_peer_probe::{FileKind, SocketStatus};
+use claude_peer_probe::{FileKind, SocketDir, SocketStatus};
 use claude_peer_registry::Pid;
 use claude_peer_resolve::{Addressability, Discovery, Error, RefusalKind};
 use claude_peer_testkit::fake::{self, FakeFile, FakeProcessTable, FakeRegistryFs, UID};
@@ -27,7 +27,14 @@ fn record(pid: u32, session: &str, name: &str, extra: &str) -> FakeFile {
 fn socket(fs: &mut FakeRegistryFs, pid: u32, kind: FileKind, owner: u32) {
     fs.sockets.insert(
         PathBuf::from(format!("/run/cc-socks/{pid}.sock")),
-        SocketStatus::Present { kind, owner },
+        SocketStatus::Present {
+            kind,
+            owner,
+            dir: Some(SocketDir {
+                owner: UID,
+                shared: false,
+            }),
+        },
     );
 }
 
@@ -192,5 +199,47 @@ fn a_live_session_that_cannot_be_messaged_is_not_addressable_with_the_reason() {
         };
         assert_eq!(why.as_str(), name);
         assert!(message.ends_with(&format!(": {why}")), "{message}");
+    }
+}
+
+#[test]
+fn a_socket_in_a_directory_not_this_users_alone_is_not_addressable() {
+    let cases = [
+        (None, "is no directory"),
+        (
+            Some(SocketDir {
+                owner: UID + 1,
+                shared: false,
+            }),
+            "belongs to uid",
+        ),
+        (
+            Some(SocketDir {
+                owner: UID,
+                shared: true,
+            }),
+            "may be written by others",
+        ),
+    ];
+    for (dir, expected) in cases {
+        let mut fs =
+            FakeRegistryFs::owned_by(UID).with_file("9959.json", record(9959, B, "reviewer", ""));
+        fs.sockets.insert(
+            PathBuf::from("/run/cc-socks/9959.sock"),
+            SocketStatus::Present {
+                kind: FileKind::Socket,
+                owner: UID,
+                dir,
+            },
+        );
+        let discovery = Discovery::new(processes(), fs);
+        let (kind, message) = refusal(discovery.resolve_live_session(&fake::home(), B));
+        assert_eq!(kind, RefusalKind::NotAddressable, "{expected}");
+        assert!(message.contains(expected), "{expected}: {message}");
+        let live = discovery.live(&fake::home()).unwrap().entries;
+        let Addressability::NotAddressable(why) = &live[0].addressability else {
+            panic!("{expected}: addressable");
+        };
+        assert_eq!(why.as_str(), "socket_dir_unsafe");
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use claude_peer_probe::{FileKind, SocketStatus};
+use claude_peer_probe::{FileKind, SocketDir, SocketStatus};
 use claude_peer_registry::Pid;
 use claude_peer_resolve::{
     Addressability, AddressableSession, Discovery, Error, RefusalKind, Scope, Target,
@@ -49,6 +49,10 @@ fn registry(sessions: &[(u32, &str, Option<&str>, &str)]) -> (FakeProcessTable, 
             SocketStatus::Present {
                 kind: FileKind::Socket,
                 owner: UID,
+                dir: Some(SocketDir {
+                    owner: UID,
+                    shared: false,
+                }),
             },
         );
     }
