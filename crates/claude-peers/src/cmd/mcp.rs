@@ -361,6 +361,7 @@ impl Peers {
     async fn wait_for_messages(
         &self,
         Parameters(args): Parameters<WaitArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let timeout = match &args.timeout_s {
             None => 30.0,
@@ -374,10 +375,13 @@ impl Peers {
                     )
                 })?,
         };
+        let ct = context.ct;
         let events = self
             .config
             .events
-            .wait(Duration::from_secs_f64(timeout))
+            .wait(Duration::from_secs_f64(timeout), ct.cancelled(), || {
+                ct.is_cancelled()
+            })
             .await;
         Ok(tool_result(to_json(&EventsJson { events: &events })))
     }

@@ -100,6 +100,33 @@ impl Mcp {
         self.runtime.block_on(self.client.call_tool(params))
     }
 
+    /// `call`, given up by the client after `within`: rmcp then tells the server the
+    /// request is cancelled (`notifications/cancelled`).
+    pub(crate) fn call_within(
+        &self,
+        tool: &str,
+        arguments: Value,
+        within: Duration,
+    ) -> Result<Value, ServiceError> {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments are an object")
+        };
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let request =
+            rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        let options = rmcp::service::PeerRequestOptions::with_timeout(within);
+        self.runtime.block_on(async {
+            let handle = self
+                .client
+                .send_cancellable_request(request, options)
+                .await?;
+            match handle.await_response().await? {
+                rmcp::model::ServerResult::CallToolResult(result) => Ok(structured(&result)),
+                other => panic!("not a tool result: {other:?}"),
+            }
+        })
+    }
+
     /// A successful call's structured result, checked to be its text too.
     pub(crate) fn ok(&self, tool: &str, arguments: Value) -> Value {
         let result = self.call(tool, arguments).unwrap();

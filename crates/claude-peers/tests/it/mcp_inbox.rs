@@ -98,6 +98,37 @@ fn a_reply_to_send_message_comes_back_once_through_wait_for_messages() {
 }
 
 #[test]
+fn a_cancelled_wait_for_messages_takes_nothing_and_the_next_call_gets_the_reply() {
+    let reply = "a reply after a cancelled wait";
+    let receiver = Receiver::replying(reply);
+    let cache = tempfile::tempdir().unwrap();
+    let mcp = sending_server(&receiver, cache.path());
+    // The client gives up after 2 s on a call that would wait 120.
+    let gave_up = mcp.call_within(
+        "wait_for_messages",
+        json!({"timeout_s": 120}),
+        Duration::from_secs(2),
+    );
+    assert!(
+        matches!(gave_up, Err(rmcp::ServiceError::Timeout { .. })),
+        "{gave_up:?}"
+    );
+    let sent = mcp.ok(
+        "send_message",
+        json!({"session_id": receiver.session_id, "message": "please reply"}),
+    );
+    assert_eq!(sent["delivered"], true, "{sent}");
+    let mut events: Vec<Value> = Vec::new();
+    let message = wait_for(Duration::from_secs(60), || {
+        let got = mcp.ok("wait_for_messages", json!({"timeout_s": 5}));
+        events.extend(got["events"].as_array().unwrap().iter().cloned());
+        events.iter().find(|e| e["event"] == "message").cloned()
+    });
+    let message = message.unwrap_or_else(|| panic!("the reply was lost: {events:?}"));
+    assert_eq!(message["text"], reply, "{message}");
+}
+
+#[test]
 fn wait_for_messages_takes_0_to_300_seconds_and_before_any_send_returns_no_event() {
     let home = TempHome::new().unwrap();
     let mcp = Mcp::start(home.root(), &[]);

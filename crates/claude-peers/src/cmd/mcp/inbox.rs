@@ -73,40 +73,85 @@ impl Events {
     }
 
     /// Everything queued, `dropped` first when some were; waits up to `timeout` for at
-    /// least one.
-    pub(crate) async fn wait(&self, timeout: Duration) -> Vec<Value> {
+    /// least one. A call its client cancels (`cancelled` completes, `is_cancelled` says
+    /// so) takes nothing: its answer would be thrown away, so what it would have taken
+    /// stays queued, in order, for the next call.
+    pub(crate) async fn wait(
+        &self,
+        timeout: Duration,
+        cancelled: impl Future<Output = ()>,
+        is_cancelled: impl Fn() -> bool,
+    ) -> Vec<Value> {
         let deadline = tokio::time::Instant::now() + timeout;
+        tokio::pin!(cancelled);
         loop {
             let notified = self.notify.notified();
             tokio::pin!(notified);
             // Enabled before looking: a push in between still wakes it.
             notified.as_mut().enable();
-            let events = self.drain();
-            if !events.is_empty() {
-                return events;
+            let taken = self.take();
+            if !taken.is_empty() {
+                return self.unless_cancelled(taken, &is_cancelled);
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return self.drain();
+            tokio::select! {
+                () = &mut cancelled => return Vec::new(),
+                woken = tokio::time::timeout_at(deadline, notified) => {
+                    if woken.is_err() {
+                        return self.unless_cancelled(self.take(), &is_cancelled);
+                    }
+                }
             }
         }
     }
 
-    fn drain(&self) -> Vec<Value> {
-        let mut queue = self.lock();
-        let mut events = Vec::new();
-        if queue.dropped > 0 {
-            let dropped = MailboxEventJson::Dropped {
-                count: queue.dropped,
-            };
-            events.push(serde_json::to_value(dropped).unwrap_or_default());
-            queue.dropped = 0;
+    /// `taken` as an answer, or back in the queue, in front, when the call was cancelled.
+    fn unless_cancelled(&self, taken: Taken, is_cancelled: &impl Fn() -> bool) -> Vec<Value> {
+        if !is_cancelled() {
+            return taken.into_events();
         }
-        events.extend(queue.events.drain(..));
-        events
+        let mut queue = self.lock();
+        queue.dropped += taken.dropped;
+        for event in taken.events.into_iter().rev() {
+            queue.events.push_front(event);
+        }
+        Vec::new()
+    }
+
+    fn take(&self) -> Taken {
+        let mut queue = self.lock();
+        Taken {
+            dropped: std::mem::take(&mut queue.dropped),
+            events: queue.events.drain(..).collect(),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What one call took from the queue.
+struct Taken {
+    dropped: usize,
+    events: Vec<Value>,
+}
+
+impl Taken {
+    fn is_empty(&self) -> bool {
+        self.dropped == 0 && self.events.is_empty()
+    }
+
+    /// The events, `dropped` first when some were.
+    fn into_events(self) -> Vec<Value> {
+        let mut events = Vec::with_capacity(self.events.len() + 1);
+        if self.dropped > 0 {
+            let dropped = MailboxEventJson::Dropped {
+                count: self.dropped,
+            };
+            events.push(serde_json::to_value(dropped).unwrap_or_default());
+        }
+        events.extend(self.events);
+        events
     }
 }
 
@@ -273,17 +318,43 @@ mod tests {
     use super::{Events, MAX_EVENTS};
 
     #[test]
+    fn a_cancelled_wait_leaves_every_event_queued_in_order_for_the_next() {
+        let (announce, _announced) = tokio::sync::mpsc::channel(super::MAX_ANNOUNCEMENTS);
+        let events = Events::new(announce);
+        for n in 0..=MAX_EVENTS {
+            events.push(&MailboxEvent::Notice(n.to_string()), None);
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let wait = |cancelled: bool| {
+            runtime.block_on(events.wait(
+                std::time::Duration::from_secs(5),
+                std::future::pending(),
+                || cancelled,
+            ))
+        };
+        assert!(wait(true).is_empty(), "a cancelled call takes nothing");
+        let next = wait(false);
+        assert_eq!(next.len(), MAX_EVENTS + 1);
+        assert_eq!(next[0], json!({"event": "dropped", "count": 1}));
+        assert_eq!(next[1]["text"], "1");
+        assert_eq!(next[MAX_EVENTS]["text"], MAX_EVENTS.to_string());
+    }
+
+    #[test]
     fn a_full_queue_drops_the_oldest_and_the_next_drain_counts_them_first() {
         let (announce, mut announced) = tokio::sync::mpsc::channel(super::MAX_ANNOUNCEMENTS);
         let events = Events::new(announce);
         for n in 0..MAX_EVENTS + 2 {
             events.push(&MailboxEvent::Notice(n.to_string()), None);
         }
-        let drained = events.drain();
+        let drained = events.take().into_events();
         assert_eq!(drained.len(), MAX_EVENTS + 1);
         assert_eq!(drained[0], json!({"event": "dropped", "count": 2}));
         assert_eq!(drained[1], json!({"event": "notice", "text": "2"}));
-        assert!(events.drain().is_empty(), "each event once");
+        assert!(events.take().is_empty(), "each event once");
         assert_eq!(
             announced.try_recv().unwrap()["text"],
             "0",
