@@ -179,3 +179,59 @@ fn conversation_after_a_restart(
     terminal.text("q");
     terminal.wait("the shell", |s| !s.contains("claude-peers top"));
 }
+
+#[test]
+fn quitting_top_cancels_the_messages_still_waiting_and_says_how_many() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Arc::new(tempfile::tempdir().unwrap());
+    prepare_home(
+        home.path(),
+        &["alpha"],
+        &json!({"crossSessionInbound": "accept"}),
+    );
+    let receiver = Receiver::start_in(&home, "alpha", &[]);
+    let name = name_of(&receiver);
+    let cache = tempfile::tempdir().unwrap();
+    // A Claude Code that takes 6 s to start: the first message is being sent all that
+    // while, the others wait their turn.
+    let slow = cache.path().join("slow-claude");
+    fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\nsleep 6\nexec {} \"$@\"\n",
+            crate::receiver::claude().display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&slow, fs::Permissions::from_mode(0o755)).unwrap();
+    let terminal = Terminal::shell(200, 40, &[]);
+    terminal.line(&format!(
+        "XDG_CACHE_HOME={cache} XDG_STATE_HOME={cache}/state {bin} --home {home} top --claude {slow} \
+         --managed-settings {cache}/no-managed-settings.json 2> {cache}/top.err",
+        cache = cache.path().display(),
+        bin = env!("CARGO_BIN_EXE_claude-peers"),
+        home = home.path().display(),
+        slow = slow.display(),
+    ));
+    terminal.wait("the session", |s| s.contains(&name));
+    for n in 0..=3 {
+        terminal.text("m");
+        terminal.wait("the message line", |s| s.contains("message to"));
+        terminal.text(&format!("typed {n}"));
+        terminal.keys(&["Enter"]);
+        terminal.wait("the table again", |s| !s.contains("message to"));
+    }
+    terminal.text("q");
+    terminal.wait_for_shell();
+    let said = fs::read_to_string(cache.path().join("top.err")).unwrap();
+    assert!(
+        said.contains("3 messages typed and not yet sent were cancelled"),
+        "{said:?}"
+    );
+    // The one under way went whole; longer than the sender's start, none of the others.
+    assert_eq!(receiver.times_read("typed 0"), 1, "{}", receiver.screen());
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    for n in 1..=3 {
+        assert_eq!(receiver.times_read(&format!("typed {n}")), 0, "{n}");
+    }
+}

@@ -6,6 +6,7 @@
 use std::cell::OnceCell;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 
 use claude_peer_deliver::{DEFAULT_TIMEOUT, Delivered};
@@ -36,6 +37,8 @@ pub(crate) struct Mail {
     to: Sender<LoopInput>,
     /// The mailbox service and the history its sends and events are recorded in.
     mailbox: OnceCell<(MailboxHandle, Arc<Journal>)>,
+    /// How many messages were answered cancelled: typed, and still unsent at the quit.
+    cancelled: Arc<AtomicUsize>,
 }
 
 /// Who the messages are from, and the Claude Code that sends them.
@@ -46,12 +49,13 @@ pub(crate) struct Origin {
 }
 
 impl Mail {
-    pub(crate) const fn start(ctx: Context, origin: Origin, to: Sender<LoopInput>) -> Self {
+    pub(crate) fn start(ctx: Context, origin: Origin, to: Sender<LoopInput>) -> Self {
         Self {
             ctx,
             origin,
             to,
             mailbox: OnceCell::new(),
+            cancelled: Arc::default(),
         }
     }
 
@@ -69,16 +73,19 @@ impl Mail {
                 return;
             }
         };
-        let to = self.to.clone();
+        let (to, cancelled) = (self.to.clone(), Arc::clone(&self.cancelled));
         let job = mailbox
             .1
             .job(session_id.clone(), message, None, move |reply| {
                 let result = match reply {
                     Reply::Sent(sent) => sent.map_err(Failure::from),
-                    Reply::Cancelled => Err(Failure::error(
-                        "cancelled",
-                        "top is closing; nothing was sent",
-                    )),
+                    Reply::Cancelled => {
+                        cancelled.fetch_add(1, Ordering::Relaxed);
+                        Err(Failure::error(
+                            "cancelled",
+                            "top is closing; nothing was sent",
+                        ))
+                    }
                 };
                 let _ = to.send(LoopInput::Mail(Heard::Sent { session_id, result }));
             });
@@ -107,12 +114,14 @@ impl Mail {
         Ok(self.mailbox.get_or_init(|| (mailbox, journal)))
     }
 
-    /// Sends every message already typed, then closes the sender cleanly (its record and
-    /// socket removed): quitting never drops what the user sent. Blocking (a second
-    /// signal ends it at once).
-    pub(crate) fn close(self) {
+    /// Cancels every message typed and not yet handed to Claude Code (one being sent is
+    /// sent whole), then closes the sender cleanly (its record and socket removed): the
+    /// user who quits asked to stop. How many were cancelled. Blocking while a send
+    /// finishes (a second signal ends it at once).
+    pub(crate) fn close(self) -> usize {
         if let Some((mailbox, _)) = self.mailbox.get() {
-            mailbox.close(Waiting::Send);
+            mailbox.close(Waiting::Cancel);
         }
+        self.cancelled.load(Ordering::Relaxed)
     }
 }

@@ -118,7 +118,13 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     let mut screen = Screen::enter()?;
     let exit = dashboard.run(&mut screen, &inputs, options.bell);
     drop(screen);
-    mail.close();
+    let cancelled = mail.close();
+    if cancelled > 0 {
+        let plural = if cancelled == 1 { "" } else { "s" };
+        eprintln!(
+            "claude-peers top: {cancelled} message{plural} typed and not yet sent were cancelled"
+        );
+    }
     exit
 }
 
