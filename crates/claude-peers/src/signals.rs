@@ -3,7 +3,7 @@
 //! second ends the process at once.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::thread;
 
 use claude_peer_sender::Cancel;
@@ -61,20 +61,33 @@ pub(crate) fn watch(
 pub(crate) struct Interrupt {
     cancel: Cancel,
     signal: Arc<AtomicI32>,
+    /// Set with the first signal, for what watches a flag (a relay program).
+    stopped: Arc<AtomicBool>,
 }
 
 impl Interrupt {
     pub(crate) fn watch() -> Result<Self, Failure> {
         let (cancel, signal) = (Cancel::new(), Arc::new(AtomicI32::new(0)));
-        let (pulled, seen) = (cancel.clone(), Arc::clone(&signal));
+        let stopped = Arc::new(AtomicBool::new(false));
+        let (pulled, seen, stop) = (cancel.clone(), Arc::clone(&signal), Arc::clone(&stopped));
         watch(
             move |first| {
                 seen.store(first, Ordering::Release);
+                stop.store(true, Ordering::Release);
                 pulled.cancel();
             },
             || {},
         )?;
-        Ok(Self { cancel, signal })
+        Ok(Self {
+            cancel,
+            signal,
+            stopped,
+        })
+    }
+
+    /// The flag the first signal sets.
+    pub(crate) fn stopped(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stopped)
     }
 
     /// The handle the command's relays stop with.

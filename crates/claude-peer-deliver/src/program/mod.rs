@@ -8,6 +8,8 @@ use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::thread;
 use std::time::Duration;
 
@@ -67,7 +69,21 @@ pub struct CommandRelay {
     program: OsString,
     args: Vec<OsString>,
     timeout: Duration,
+    stop: Option<Stop>,
 }
+
+/// A flag that, once set, stops the program under way (its group killed, reaped).
+#[derive(Debug, Clone)]
+struct Stop(Arc<AtomicBool>);
+
+/// Two relays stop alike when they watch the same flag.
+impl PartialEq for Stop {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Stop {}
 
 impl CommandRelay {
     /// A relay running `program` (a path, or a name looked up in `PATH`) with no arguments.
@@ -76,6 +92,7 @@ impl CommandRelay {
             program: program.into(),
             args: Vec::new(),
             timeout: DEFAULT_TIMEOUT,
+            stop: None,
         }
     }
 
@@ -101,6 +118,14 @@ impl CommandRelay {
     #[must_use]
     pub const fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Kills the program under way (its whole process group, which a terminal's Ctrl-C
+    /// does not reach) as soon as `stop` is set: a signal to this process, say.
+    #[must_use]
+    pub fn stop_when(mut self, stop: Arc<AtomicBool>) -> Self {
+        self.stop = Some(Stop(stop));
         self
     }
 
@@ -144,7 +169,8 @@ impl Relay for CommandRelay {
             .spawn(target)
             .map_err(|err| RelayFailure::new(format!("cannot start the {name}: {err}")))?;
         let mut group = ChildGroup::new(child);
-        match watch(&mut group, message, self.timeout) {
+        let stop = self.stop.as_ref().map(|stop| &*stop.0);
+        match watch(&mut group, message, self.timeout, stop) {
             Ok(run) => run.verdict(&name),
             Err(err) => Err(RelayFailure::new(format!("cannot run the {name}: {err}"))),
         }

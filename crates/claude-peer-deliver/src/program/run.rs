@@ -4,6 +4,7 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -19,10 +20,16 @@ use claude_peer_probe::stream::Tail;
 /// left running) before what was read so far is taken as all of it.
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
+/// How often a stop flag is looked at while the program runs.
+const STOP_EVERY: Duration = Duration::from_millis(50);
+
 /// What one run of a relay came to.
 pub(super) struct Run {
-    /// The exit status, or `None` when it was killed for running past `timeout`.
+    /// The exit status, or `None` when it was killed for running past `timeout` or for
+    /// the stop flag.
     pub(super) status: Option<ExitStatus>,
+    /// Whether it was killed because the stop flag was set.
+    pub(super) stopped: bool,
     pub(super) timeout: Duration,
     pub(super) stdin_error: Option<io::Error>,
     pub(super) stderr: Tail,
@@ -33,7 +40,12 @@ pub(super) struct Run {
 /// child's pidfd and its pipes (non-blocking, so a relay that reads no stdin or fills a
 /// pipe cannot stall us), killing the process group at the timeout. After the exit, the
 /// pipes get [`DRAIN_GRACE`] to close: something the relay left running may hold them.
-pub(super) fn watch(group: &mut ChildGroup, message: &str, timeout: Duration) -> io::Result<Run> {
+pub(super) fn watch(
+    group: &mut ChildGroup,
+    message: &str,
+    timeout: Duration,
+    stop: Option<&AtomicBool>,
+) -> io::Result<Run> {
     let deadline = Instant::now().checked_add(timeout);
     let pid = RawPid::from_raw(group.id().cast_signed());
     // Without pidfds (old kernels), the exit is looked for every few milliseconds.
@@ -54,6 +66,7 @@ pub(super) fn watch(group: &mut ChildGroup, message: &str, timeout: Duration) ->
     let mut input = message.as_bytes();
     let mut run = Run {
         status: None,
+        stopped: false,
         timeout,
         stdin_error: None,
         stderr: Tail::new(STDERR_TAIL_BYTES),
@@ -78,12 +91,23 @@ pub(super) fn watch(group: &mut ChildGroup, message: &str, timeout: Duration) ->
                 ended_at = Some(now);
                 continue;
             }
+            None if stop.is_some_and(|stop| stop.load(Ordering::Acquire)) => {
+                group.kill_and_reap();
+                run.stopped = true;
+                ended_at = Some(now);
+                continue;
+            }
             None => deadline.unwrap_or(now + Duration::from_secs(3600)),
         };
         let wait = if pidfd.is_some() || ended_at.is_some() {
             until - now
         } else {
             (until - now).min(Duration::from_millis(5))
+        };
+        // A stop flag is looked at every few tens of milliseconds.
+        let wait = match stop {
+            Some(_) if ended_at.is_none() => wait.min(STOP_EVERY),
+            _ => wait,
         };
         // The pidfd only wakes the wait: the next turn reaps the relay.
         let pidfd = pidfd.as_ref().filter(|_| ended_at.is_none());
@@ -102,22 +126,29 @@ pub(super) fn watch(group: &mut ChildGroup, message: &str, timeout: Duration) ->
         if err_ready {
             read_some(&mut stderr, &mut buf, |chunk| run.stderr.push(chunk));
         }
-        if in_ready && let Some(pipe) = &stdin {
-            match rustix::io::write(pipe, input) {
-                Ok(n) => input = &input[n..],
-                Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
-                Err(rustix::io::Errno::PIPE) => input = &[],
-                Err(err) => {
-                    run.stdin_error = Some(err.into());
-                    input = &[];
-                }
-            }
-            if input.is_empty() {
-                stdin = None; // Closing it tells the relay the message is whole.
-            }
+        if in_ready {
+            feed(&mut stdin, &mut input, &mut run.stdin_error);
         }
     }
     Ok(run)
+}
+
+/// Writes what `stdin` takes of `input` now; closes it once all is written (closing it
+/// tells the relay the message is whole), or the relay stopped reading.
+fn feed<P: AsFd>(stdin: &mut Option<P>, input: &mut &[u8], error: &mut Option<io::Error>) {
+    let Some(pipe) = stdin else { return };
+    match rustix::io::write(&*pipe, input) {
+        Ok(n) => *input = &input[n..],
+        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
+        Err(rustix::io::Errno::PIPE) => *input = &[],
+        Err(err) => {
+            *error = Some(err.into());
+            *input = &[];
+        }
+    }
+    if input.is_empty() {
+        *stdin = None;
+    }
 }
 
 /// Polls the fds present in `slots` up to `wait`; which of the slots are ready.

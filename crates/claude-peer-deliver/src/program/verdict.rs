@@ -15,6 +15,9 @@ impl Run {
         // Unless it said it did not send, a program that failed may have sent.
         let fail = |what: String| RelayFailure::uncertain(format!("the {name} {what}{stderr}"));
         let Some(status) = self.status else {
+            if self.stopped {
+                return Err(fail("was stopped by a signal; it was killed".to_owned()));
+            }
             return Err(fail(format!(
                 "did not finish within {}; it was killed",
                 describe_duration(self.timeout)

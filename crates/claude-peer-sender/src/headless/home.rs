@@ -6,6 +6,9 @@ use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use claude_peer_probe::{OsProcessTable, ProcessTable};
+use claude_peer_registry::{Pid, Signal};
+
 use crate::{default_runtime_dir, private_dir};
 
 /// The private Claude home senders run in: `sender-home` in the
@@ -31,39 +34,92 @@ pub(super) fn prepare_home(home: &Path) -> io::Result<PathBuf> {
     Ok(path)
 }
 
-/// The prefix of this process's run directories: `run-<pid>-`, so a later start can tell
-/// whose a leftover is.
+/// The prefix of this process's run directories: `run-<pid>-`, for whoever looks.
 pub(super) fn run_prefix() -> String {
     format!("run-{}-", std::process::id())
 }
 
-/// Removes the run directories under `runs` left by processes that no longer run (killed
-/// before they could remove their own): only directories of this user, named by a pid
-/// that `kill(pid, 0)` says is gone. A pid run by another process now keeps its
-/// directory; nothing but `run-<pid>-…` directories is touched.
+/// The file in a run directory that says whose it is: the pid domain (machine and pid
+/// namespace), the pid and its start token, a line each.
+const OWNER: &str = "owner";
+
+/// The longest owner file read.
+const MAX_OWNER_BYTES: u64 = 1024;
+
+/// Writes `run_dir`'s owner file: this process, as [`remove_leftover_runs`] later tells
+/// whether it still runs. Nothing is written where the pid domain or the start token
+/// cannot be learned: such a directory is never removed by another start.
+pub(super) fn mark_owner(run_dir: &Path) -> io::Result<()> {
+    let Some((domain, pid, token)) = this_run() else {
+        return Ok(());
+    };
+    fs::write(run_dir.join(OWNER), format!("{domain}\n{pid}\n{token}\n"))
+}
+
+/// This process as an owner file names it.
+fn this_run() -> Option<(String, Pid, String)> {
+    let table = OsProcessTable::new();
+    let pid = Pid::new(std::process::id())?;
+    let domain = table.reader().pid_domain?;
+    let token = table.facts(pid, table.signal(pid)).start_token?;
+    Some((domain, pid, token))
+}
+
+/// Removes the run directories under `runs` whose sender provably no longer runs
+/// (killed before it could remove its own): directories of this user whose owner file
+/// names this pid domain (this machine, this pid namespace) and a pid that is gone, or
+/// that runs another process now (another start token). Whatever cannot be told so (no
+/// owner file, one of another machine or pid namespace, as in a home shared over NFS
+/// or by a container) is left alone; nothing but `run-…` directories is touched.
 pub(super) fn remove_leftover_runs(runs: &Path) {
     let Ok(entries) = fs::read_dir(runs) else {
         return;
     };
+    let table = OsProcessTable::new();
+    let Some(domain) = table.reader().pid_domain else {
+        return;
+    };
     let uid = rustix::process::getuid().as_raw();
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
+        let named = entry
+            .file_name()
             .to_str()
-            .and_then(|n| n.strip_prefix("run-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<i32>().ok())
-            .and_then(rustix::process::Pid::from_raw)
-        else {
-            continue;
-        };
-        let gone = rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH);
+            .is_some_and(|n| n.starts_with("run-"));
         let ours = entry
             .metadata()
             .is_ok_and(|meta| meta.is_dir() && meta.uid() == uid);
-        if gone && ours {
+        if named && ours && dead_run_of(&entry.path(), &table, &domain) {
             let _ = fs::remove_dir_all(entry.path());
         }
+    }
+}
+
+/// Whether the run directory `dir` names, in its owner file, a run of `domain` that no
+/// longer runs.
+fn dead_run_of(dir: &Path, table: &OsProcessTable, domain: &str) -> bool {
+    let mut text = String::new();
+    let read = fs::symlink_metadata(dir.join(OWNER)).is_ok_and(|meta| meta.is_file())
+        && fs::File::open(dir.join(OWNER))
+            .and_then(|file| file.take(MAX_OWNER_BYTES).read_to_string(&mut text))
+            .is_ok();
+    let mut lines = text.lines();
+    let (Some(theirs), Some(pid), Some(token), true) =
+        (lines.next(), lines.next(), lines.next(), read)
+    else {
+        return false;
+    };
+    let Some(pid) = pid.parse::<u32>().ok().and_then(Pid::new) else {
+        return false;
+    };
+    if theirs != domain {
+        return false;
+    }
+    match table.signal(pid) {
+        Signal::NoSuchProcess => true,
+        signal => table
+            .facts(pid, signal)
+            .start_token
+            .is_some_and(|now| now != token),
     }
 }
 
@@ -165,5 +221,50 @@ mod tests {
         symlink(&theirs, &home).unwrap();
         assert!(refused(&home).contains("uid 65534"), "{}", refused(&home));
         assert_eq!(fs::read_dir(&theirs).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn only_runs_provably_dead_on_this_machine_and_pid_namespace_are_removed() {
+        let runs = tempfile::tempdir().unwrap();
+        let (domain, me, token) = this_run().expect("this process as an owner file names it");
+        let dead = claude_peer_testkit::process::reaped_pid().unwrap();
+        let run = |name: &str, owner: Option<String>| {
+            let dir = runs.path().join(name);
+            fs::create_dir(&dir).unwrap();
+            if let Some(owner) = owner {
+                fs::write(dir.join(OWNER), owner).unwrap();
+            }
+            dir
+        };
+        let other_ns = domain
+            .rsplit_once(':')
+            .map_or_else(String::new, |(m, _)| format!("{m}:pid:[1]"));
+        let gone = [
+            run("run-dead", Some(format!("{domain}\n{dead}\n1234\n"))),
+            run("run-reused", Some(format!("{domain}\n{me}\n{token}9\n"))),
+        ];
+        let kept = [
+            run("run-mine", Some(format!("{domain}\n{me}\n{token}\n"))),
+            run(
+                "run-other-namespace",
+                Some(format!("{other_ns}\n{dead}\n1234\n")),
+            ),
+            run(
+                "run-other-machine",
+                Some(format!(
+                    "linux:0123456789abcdef:pid:[4026531836]\n{dead}\n1\n"
+                )),
+            ),
+            run("run-no-owner", None),
+            run("run-torn-owner", Some(format!("{domain}\n{dead}"))),
+            run("not-a-run", Some(format!("{domain}\n{dead}\n1234\n"))),
+        ];
+        remove_leftover_runs(runs.path());
+        for dir in gone {
+            assert!(!dir.exists(), "{dir:?} is provably a dead run of ours");
+        }
+        for dir in kept {
+            assert!(dir.exists(), "{dir:?} is kept");
+        }
     }
 }

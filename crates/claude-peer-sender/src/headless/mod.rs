@@ -152,6 +152,10 @@ impl HeadlessClaude {
                 path: home.clone(),
                 source,
             })?;
+        home::mark_owner(run_dir.path()).map_err(|source| Error::RunDir {
+            path: run_dir.path().to_owned(),
+            source,
+        })?;
         let secret = home::secret().map_err(Error::Random)?;
         let jobs = Arc::new(Jobs::new(run_dir.path().to_path_buf()));
         let script = Arc::clone(&jobs);

@@ -135,24 +135,18 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
         && args.read_wait.0 == DEFAULT_READ_WAIT;
     let from = args.sender.from.clone();
     let in_reply_to = args.in_reply_to.clone();
-    // Before a sender starts: a signal then stops a send that has not started. A relay
-    // program is the user's own and is left to the default action.
-    let interrupt = if args.relay.is_empty() {
-        Some(Interrupt::watch()?)
-    } else {
-        None
-    };
-    let relay = Relayed::program_or(args.relay, args.timeout.span.0, || {
+    // Before a sender starts: a signal then stops a send that has not started, and one
+    // under way (a relay program's whole group killed: a terminal's Ctrl-C reaches only
+    // ours).
+    let interrupt = Interrupt::watch()?;
+    let relay = Relayed::program_or(args.relay, args.timeout.span.0, interrupt.stopped(), || {
         let relay = send::claude(
             args.sender.claude.path,
             args.sender.from,
             args.timeout.span.0,
         )?
         .read_wait(args.read_wait.0);
-        Ok(match &interrupt {
-            Some(interrupt) => relay.cancel_with(interrupt.cancel()),
-            None => relay,
-        })
+        Ok(relay.cancel_with(interrupt.cancel()))
     })?;
     let message = match args.message {
         Some(message) => message,
@@ -171,7 +165,7 @@ pub(crate) fn exec(ctx: Context, args: Args, out: &Output) -> Result<Exit, Failu
     if let Ok(outcomes) = &outcomes {
         record(outcomes, &letter, out);
     }
-    if let Some(exit) = interrupt.as_ref().and_then(Interrupt::exit) {
+    if let Some(exit) = interrupt.exit() {
         let err = match outcomes {
             Err(err) => Some(err),
             Ok(outcomes) if single => outcomes.into_first().err(),

@@ -4,6 +4,8 @@
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use claude_peer_deliver::{CommandRelay, MAX_MESSAGE_BYTES, Relay};
@@ -35,12 +37,16 @@ impl Relayed {
     pub(crate) fn program_or(
         words: Vec<OsString>,
         timeout: Duration,
+        stop: Arc<AtomicBool>,
         claude: impl FnOnce() -> Result<ClaudeRelay, Error>,
     ) -> Result<Self, Error> {
         let mut words = words.into_iter();
         match words.next() {
             Some(program) => Ok(Self::Program(
-                CommandRelay::new(program).args(words).timeout(timeout),
+                CommandRelay::new(program)
+                    .args(words)
+                    .timeout(timeout)
+                    .stop_when(stop),
             )),
             None => claude().map(Self::Claude),
         }

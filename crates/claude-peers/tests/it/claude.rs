@@ -412,16 +412,34 @@ fn a_timeout_beyond_a_day_is_a_usage_error() {
 }
 
 #[test]
-fn run_directories_of_processes_that_no_longer_run_are_removed_at_the_next_start() {
+fn run_directories_of_our_runs_that_no_longer_run_are_removed_at_the_next_start() {
     let receiver = Receiver::start(Some("accept"), &[]);
     let runtime = tempfile::tempdir().unwrap();
     let runs = runtime.path().join("claude-peers/sender-home/runs");
     let dead = claude_peer_testkit::process::reaped_pid().unwrap();
+    let me = std::process::id();
+    let domain = {
+        use claude_peer_probe::ProcessTable as _;
+        claude_peer_probe::OsProcessTable::new()
+            .reader()
+            .pid_domain
+            .unwrap()
+    };
+    let token = claude_peer_testkit::process::proc_start(me).unwrap();
+    let machine = domain.rsplit_once(':').unwrap().0;
+    // A dead run of this machine and pid namespace; this process's own; a dead pid of
+    // another pid namespace (a container sharing the home), which is not ours to judge.
     let stale = runs.join(format!("run-{dead}-killed"));
-    let running = runs.join(format!("run-{}-running", std::process::id()));
-    for dir in [&stale, &running] {
+    let running = runs.join(format!("run-{me}-running"));
+    let elsewhere = runs.join(format!("run-{dead}-elsewhere"));
+    for (dir, owner) in [
+        (&stale, format!("{domain}\n{dead}\n1\n")),
+        (&running, format!("{domain}\n{me}\n{token}\n")),
+        (&elsewhere, format!("{machine}:pid:[1]\n{dead}\n1\n")),
+    ] {
         fs::create_dir_all(dir).unwrap();
         fs::write(dir.join("toolu_claude_peers_0.json"), "{}").unwrap();
+        fs::write(dir.join("owner"), owner).unwrap();
     }
 
     let (code, json, stderr) = receiver.send(runtime.path(), "tidy up", &[]);
@@ -429,15 +447,17 @@ fn run_directories_of_processes_that_no_longer_run_are_removed_at_the_next_start
     assert_eq!(code, 0, "{json} {stderr}");
     assert!(!stale.exists(), "a killed sender's plans are gone");
     assert!(running.exists(), "a running process keeps its own");
-    let left: Vec<_> = fs::read_dir(&runs)
+    let mut left: Vec<_> = fs::read_dir(&runs)
         .unwrap()
         .flatten()
         .map(|e| e.file_name())
         .collect();
+    left.sort();
+    let mut kept = [elsewhere.file_name().unwrap(), running.file_name().unwrap()];
+    kept.sort();
     assert_eq!(
-        left,
-        [running.file_name().unwrap()],
-        "and the send removed its own"
+        left, kept,
+        "another namespace's stays, and the send removed its own"
     );
 }
 
@@ -501,6 +521,68 @@ fn sigint_during_a_send_kills_its_sender_and_leaves_no_plan() {
         .flatten()
         .collect();
     assert!(runs.is_empty(), "no run directory is left: {runs:?}");
+}
+
+#[test]
+fn sigint_stops_a_relay_program_under_way_and_kills_its_whole_group() {
+    let mut home = TempHome::new().unwrap();
+    let child = Sleeper::spawn().unwrap();
+    home.live_record(&child, "s-relayed", "relayed", "idle", true);
+    fs::write(
+        home.root().join("settings.json"),
+        r#"{"crossSessionInbound":"accept"}"#,
+    )
+    .unwrap();
+    let scripts = tempfile::tempdir().unwrap();
+    let pids = scripts.path().join("pids");
+    // A relay that never finishes, with a child of its own.
+    let relay = shell_script(
+        scripts.path().join("stuck.sh"),
+        &format!(
+            "echo $$ > {pids}.tmp; sleep 600 & echo $! >> {pids}.tmp; mv {pids}.tmp {pids}; wait",
+            pids = pids.display()
+        ),
+    )
+    .unwrap();
+    let mut send = Command::new(env!("CARGO_BIN_EXE_claude-peers"))
+        .arg("--home")
+        .arg(home.root())
+        .args([
+            "--json",
+            "send",
+            "s-relayed",
+            "--message",
+            "stuck",
+            "--timeout",
+            "600",
+            "--",
+        ])
+        .arg(&relay)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started: Vec<u32> = wait_for(Duration::from_secs(30), || {
+        let text = fs::read_to_string(&pids).ok()?;
+        Some(text.lines().filter_map(|l| l.parse().ok()).collect())
+    })
+    .expect("the relay started");
+    let pid = rustix::process::Pid::from_raw(i32::try_from(send.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let status = send.wait().unwrap();
+
+    assert_eq!(status.code(), Some(130), "{status}");
+    for relayed in started {
+        let gone = wait_for(Duration::from_secs(10), || {
+            let stat = fs::read_to_string(format!("/proc/{relayed}/stat")).unwrap_or_default();
+            // Gone, or a zombie its new parent has yet to reap.
+            (stat.is_empty() || stat.contains(") Z ")).then_some(())
+        });
+        assert!(
+            gone.is_some(),
+            "pid {relayed} of the relay's group still runs"
+        );
+    }
 }
 
 #[test]
