@@ -15,6 +15,11 @@ pub enum Line<'a> {
     Overlong,
 }
 
+/// The room a [`LineBuffer`] keeps between lines: past it, one long line's room is
+/// given back once the line is done, so a follower of many streams does not hold
+/// megabytes each for a line it saw once.
+const KEPT_ROOM: usize = 64 * 1024;
+
 /// Splits a stream that arrives in chunks into lines of at most `max` bytes, holding at
 /// most one line.
 #[derive(Debug, Clone)]
@@ -77,6 +82,7 @@ impl LineBuffer {
             ));
         }
         self.line.clear();
+        self.line.shrink_to(KEPT_ROOM);
         self.overlong = false;
     }
 }
@@ -191,6 +197,25 @@ impl Tail {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_long_lines_room_is_given_back_once_it_is_done() {
+        let mut lines = super::LineBuffer::new(4 << 20);
+        let mut seen = Vec::new();
+        lines.push(&vec![b'x'; 3 << 20], |_| {});
+        assert!(lines.line.capacity() >= 3 << 20);
+        lines.push(b"\nshort\n", |line| {
+            if let super::Line::Whole(bytes) = line {
+                seen.push(bytes.len());
+            }
+        });
+        assert_eq!(seen, [3 << 20, 5]);
+        assert!(
+            lines.line.capacity() <= super::KEPT_ROOM,
+            "{}",
+            lines.line.capacity()
+        );
+    }
+
     use super::*;
 
     #[test]
