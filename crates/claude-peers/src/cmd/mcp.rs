@@ -152,7 +152,7 @@ pub(crate) fn run(ctx: Context, claude: Option<PathBuf>) -> Result<Exit, Failure
     deprecated,
     reason = "notifications/message is how clients hear a server today"
 )]
-async fn announce(config: Arc<Config>, mut events: tokio::sync::mpsc::Receiver<Value>) {
+async fn announce(config: Arc<Config>, mut events: tokio::sync::mpsc::Receiver<Arc<Value>>) {
     while let Some(event) = events.recv().await {
         let peer = config
             .peer
@@ -160,7 +160,10 @@ async fn announce(config: Arc<Config>, mut events: tokio::sync::mpsc::Receiver<V
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         if let Some(peer) = peer {
-            let mut message = LoggingMessageNotificationParam::new(LoggingLevel::Info, event);
+            let mut message = LoggingMessageNotificationParam::new(
+                LoggingLevel::Info,
+                Arc::unwrap_or_clone(event),
+            );
             message.logger = Some("claude-peers".to_owned());
             // A client that does not take it misses an announcement, not the event.
             let _ = peer.notify_logging_message(message).await;

@@ -26,9 +26,12 @@ use crate::output::{Format, Output};
 
 /// The most events kept for `wait_for_messages`; older ones are dropped and counted.
 const MAX_EVENTS: usize = 1000;
+/// The most bytes of events (as JSON) kept for `wait_for_messages`: a message can be
+/// 64 KiB, and a thousand of them are more than a waiting client needs held.
+const MAX_EVENT_BYTES: usize = 16 << 20;
 /// The most announcements waiting for a slow client; past that they are skipped (the
-/// events stay in the queue).
-pub(crate) const MAX_ANNOUNCEMENTS: usize = 1000;
+/// events stay in the queue). Each shares its event with the queue.
+pub(crate) const MAX_ANNOUNCEMENTS: usize = 256;
 
 /// The events heard and not yet taken by `wait_for_messages`, oldest first.
 #[derive(Debug)]
@@ -36,17 +39,34 @@ pub(crate) struct Events {
     queue: Mutex<Queue>,
     notify: Notify,
     /// Each event as it comes, to be announced to the client.
-    announce: tokio::sync::mpsc::Sender<Value>,
+    announce: tokio::sync::mpsc::Sender<Arc<Value>>,
 }
 
+/// The events held, each with its size as JSON, and how many were dropped unread.
 #[derive(Debug, Default)]
 struct Queue {
-    events: VecDeque<Value>,
+    events: VecDeque<(Arc<Value>, usize)>,
+    bytes: usize,
     dropped: usize,
 }
 
+impl Queue {
+    fn push_back(&mut self, event: Arc<Value>, size: usize) {
+        while !self.events.is_empty()
+            && (self.events.len() >= MAX_EVENTS || self.bytes + size > MAX_EVENT_BYTES)
+        {
+            if let Some((_, dropped)) = self.events.pop_front() {
+                self.bytes -= dropped;
+                self.dropped += 1;
+            }
+        }
+        self.bytes += size;
+        self.events.push_back((event, size));
+    }
+}
+
 impl Events {
-    pub(crate) fn new(announce: tokio::sync::mpsc::Sender<Value>) -> Self {
+    pub(crate) fn new(announce: tokio::sync::mpsc::Sender<Arc<Value>>) -> Self {
         Self {
             queue: Mutex::default(),
             notify: Notify::new(),
@@ -59,14 +79,9 @@ impl Events {
         let Ok(value) = serde_json::to_value(MailboxEventJson::heard(event, logged)) else {
             return;
         };
-        {
-            let mut queue = self.lock();
-            if queue.events.len() >= MAX_EVENTS {
-                queue.events.pop_front();
-                queue.dropped += 1;
-            }
-            queue.events.push_back(value.clone());
-        }
+        let size = serde_json::to_vec(&value).map_or(0, |json| json.len());
+        let value = Arc::new(value);
+        self.lock().push_back(Arc::clone(&value), size);
         self.notify.notify_waiters();
         // A client that does not read misses announcements, never the events.
         let _ = self.announce.try_send(value);
@@ -111,14 +126,16 @@ impl Events {
         }
         let mut queue = self.lock();
         queue.dropped += taken.dropped;
-        for event in taken.events.into_iter().rev() {
-            queue.events.push_front(event);
+        for (event, size) in taken.events.into_iter().rev() {
+            queue.bytes += size;
+            queue.events.push_front((event, size));
         }
         Vec::new()
     }
 
     fn take(&self) -> Taken {
         let mut queue = self.lock();
+        queue.bytes = 0;
         Taken {
             dropped: std::mem::take(&mut queue.dropped),
             events: queue.events.drain(..).collect(),
@@ -133,7 +150,7 @@ impl Events {
 /// What one call took from the queue.
 struct Taken {
     dropped: usize,
-    events: Vec<Value>,
+    events: Vec<(Arc<Value>, usize)>,
 }
 
 impl Taken {
@@ -150,7 +167,11 @@ impl Taken {
             };
             events.push(serde_json::to_value(dropped).unwrap_or_default());
         }
-        events.extend(self.events);
+        events.extend(
+            self.events
+                .into_iter()
+                .map(|(event, _)| Arc::unwrap_or_clone(event)),
+        );
         events
     }
 }
@@ -316,6 +337,33 @@ mod tests {
     use serde_json::json;
 
     use super::{Events, MAX_EVENTS};
+
+    #[test]
+    fn the_queue_holds_at_most_16_mib_of_events_dropping_and_counting_the_oldest() {
+        let (announce, _announced) = tokio::sync::mpsc::channel(super::MAX_ANNOUNCEMENTS);
+        let events = Events::new(announce);
+        let text = "x".repeat(60 * 1024);
+        for n in 0..400 {
+            events.push(&MailboxEvent::Notice(format!("{n} {text}")), None);
+        }
+        let held = events.lock().bytes;
+        assert!(held <= super::MAX_EVENT_BYTES, "{held}");
+        let taken = events.take().into_events();
+        let dropped = taken[0]["count"].as_u64().unwrap();
+        assert!(dropped > 100, "{dropped}");
+        assert_eq!(
+            taken.len() as u64 - 1 + dropped,
+            400,
+            "each kept or counted"
+        );
+        assert!(
+            taken.last().unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("399 ")
+        );
+        assert_eq!(events.lock().bytes, 0);
+    }
 
     #[test]
     fn a_cancelled_wait_leaves_every_event_queued_in_order_for_the_next() {
