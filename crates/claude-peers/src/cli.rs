@@ -35,7 +35,7 @@ pub(crate) struct Cli {
     pub(crate) json: bool,
 
     /// Ask this machine: an ssh destination (dev1, ada@box) or local; repeatable (list,
-    /// show, send, watch, doctor, outbox, log)
+    /// show, send, watch, top, doctor, outbox, log)
     #[arg(long = "host", global = true, value_name = "HOST")]
     pub(crate) hosts: Vec<String>,
 

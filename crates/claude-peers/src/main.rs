@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
+use crate::args::SenderArgs;
 use crate::cli::{Cli, Command};
 use crate::error::{Exit, Failure};
 use crate::ops::Context;
@@ -49,7 +50,7 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
     }
     let ctx = Context::new(cli.home)?;
     if let Some(hosts) = Hosts::from_flags(&ctx, &cli.hosts, cli.every_host, cli.remote_bin)? {
-        return on_hosts(&hosts, cli.command, out);
+        return on_hosts(&ctx, &hosts, cli.command, out);
     }
     match cli.command {
         Command::List(args) => cmd::list::exec(&ctx, &args, out),
@@ -64,16 +65,7 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
             managed_settings,
         } => cmd::top::run(
             &ctx.with_managed_settings(managed_settings.path),
-            cmd::top::Options {
-                bell,
-                colors: if output::colors_allowed() {
-                    cmd::top::Colors::On
-                } else {
-                    cmd::top::Colors::Off
-                },
-                claude: sender.claude.path,
-                from: sender.from,
-            },
+            top_options(bell, sender, None),
         ),
         Command::Send(args) => cmd::send::exec(ctx, args, out),
         Command::Serve(args) => cmd::serve::exec(ctx, args, out),
@@ -108,9 +100,32 @@ fn run(cli: Cli, out: &Output) -> Result<Exit, Failure> {
     }
 }
 
+/// How `top` runs: over `hosts` too, when given.
+fn top_options(bell: bool, sender: SenderArgs, hosts: Option<Hosts>) -> cmd::top::Options {
+    cmd::top::Options {
+        bell,
+        colors: if output::colors_allowed() {
+            cmd::top::Colors::On
+        } else {
+            cmd::top::Colors::Off
+        },
+        claude: sender.claude.path,
+        from: sender.from,
+        hosts,
+    }
+}
+
 /// A command of `--host`/`--hosts`: asked of each host.
-fn on_hosts(hosts: &Hosts, command: Command, out: &Output) -> Result<Exit, Failure> {
+fn on_hosts(ctx: &Context, hosts: &Hosts, command: Command, out: &Output) -> Result<Exit, Failure> {
     match command {
+        Command::Top {
+            bell,
+            sender,
+            managed_settings,
+        } => cmd::top::run(
+            &ctx.clone().with_managed_settings(managed_settings.path),
+            top_options(bell, sender, Some(hosts.clone())),
+        ),
         Command::List(args) => cmd::list::exec_hosts(hosts, &args, out),
         Command::Show(args) => cmd::show::exec_hosts(hosts, &args, out),
         Command::Send(args) => cmd::send::exec_hosts(hosts, &args, out),
@@ -120,7 +135,7 @@ fn on_hosts(hosts: &Hosts, command: Command, out: &Output) -> Result<Exit, Failu
         Command::Log(args) => cmd::log::exec_hosts(hosts, &args, out),
         _ => Err(Failure::usage(
             "no_host",
-            "--host and --hosts apply to list, show, send, watch, doctor, outbox and log",
+            "--host and --hosts apply to list, show, send, watch, top, doctor, outbox and log",
         )),
     }
 }

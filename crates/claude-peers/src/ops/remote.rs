@@ -423,3 +423,51 @@ impl Merged {
         })
     }
 }
+
+/// A host's session (its JSON, as `watch --json` prints it) as a live session here, for
+/// a view that shows it beside this machine's (`top`): its record's fields under the
+/// names Claude Code gives them, and whether the host can message it. `None` for what
+/// is no live session.
+pub(crate) fn live_session(session: &Value) -> Option<claude_peer_resolve::LiveSession> {
+    use claude_peer_resolve::{Addressability, Unaddressable};
+    let field = |ours: &str| session.get(ours).cloned().unwrap_or(Value::Null);
+    let mut record = serde_json::Map::new();
+    for (theirs, ours) in [
+        ("pid", "pid"),
+        ("sessionId", "session_id"),
+        ("name", "name"),
+        ("nameSource", "name_source"),
+        ("cwd", "cwd"),
+        ("kind", "kind"),
+        ("entrypoint", "entrypoint"),
+        ("version", "version"),
+        ("status", "vendor_status"),
+        ("waitingFor", "waiting_for"),
+        ("startedAt", "started_at_ms"),
+        ("updatedAt", "updated_at_ms"),
+        ("statusUpdatedAt", "status_updated_at_ms"),
+        ("tmux", "tmux"),
+        ("messagingSocketPath", "socket_path"),
+    ] {
+        let value = field(ours);
+        if !value.is_null() {
+            record.insert(theirs.to_owned(), value);
+        }
+    }
+    let record: claude_peer_registry::Record =
+        serde_json::from_value(Value::Object(record)).ok()?;
+    let socket = record.messaging_socket_path.clone();
+    let addressability = match (session["addressable"] == true, socket) {
+        (true, Some(socket)) => Addressability::Addressable(PathBuf::from(socket)),
+        (_, Some(socket)) => {
+            Addressability::NotAddressable(Unaddressable::SocketMissing { socket })
+        }
+        (_, None) => Addressability::NotAddressable(Unaddressable::NoSocket),
+    };
+    Some(claude_peer_resolve::LiveSession {
+        file: PathBuf::from(session["file"].as_str().unwrap_or_default()),
+        pid: record.pid,
+        record,
+        addressability,
+    })
+}

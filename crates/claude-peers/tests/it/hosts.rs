@@ -392,3 +392,64 @@ fn the_hosts_file_names_every_host_and_a_remote_of_another_protocol_is_refused_b
         );
     }
 }
+
+#[test]
+fn top_shows_each_sessions_host_and_messages_a_remote_one_in_place() {
+    let remote = remote_home();
+    let there = Receiver::start_in(&remote, "project", &[]);
+    let here = Receiver::start(Some("accept"), &[]);
+    let machines = machines(&[("r1", remote.path())]);
+    let state = private();
+    let names = |receiver: &Receiver| {
+        let record: Value = serde_json::from_slice(
+            &std::fs::read(
+                receiver
+                    .home
+                    .path()
+                    .join(format!("sessions/{}.json", receiver.pid)),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        record["name"].as_str().unwrap().to_owned()
+    };
+    let (there_name, here_name) = (names(&there), names(&here));
+    let terminal = crate::top::Terminal::shell(200, 40, &[]);
+    terminal.line(&format!(
+        "CLAUDE_PEERS_SSH={ssh} XDG_CACHE_HOME={state}/cache XDG_STATE_HOME={state}/state \
+         XDG_CONFIG_HOME={state}/config {bin} --home {home} --host r1 --host local top \
+         --claude {claude} --managed-settings {state}/none.json",
+        ssh = machines.ssh().display(),
+        state = state.path().display(),
+        bin = env!("CARGO_BIN_EXE_claude-peers"),
+        home = here.home.path().display(),
+        claude = claude().display(),
+    ));
+    let on = |screen: &str, name: &str, host: &str| {
+        crate::top::row(screen, name)
+            .is_some_and(|(_, line)| line.split_whitespace().nth(1) == Some(host))
+    };
+    let screen = terminal.wait("both sessions, each with its host", |s| {
+        s.contains("HOST") && on(s, &there_name, "r1") && on(s, &here_name, "local")
+    });
+    // The remote one selected (the first or the last of the two rows), messaged in place.
+    let (remote_row, local_row) = (
+        crate::top::row(&screen, &there_name).unwrap().0,
+        crate::top::row(&screen, &here_name).unwrap().0,
+    );
+    terminal.text(if remote_row < local_row { "g" } else { "G" });
+    terminal.text("m");
+    terminal.wait("the message line", |s| {
+        s.contains(&format!("message to {there_name}"))
+    });
+    terminal.text("to the other machine");
+    terminal.keys(&["Enter"]);
+    terminal.wait("the remote receipt on its row", |s| {
+        crate::top::row(s, &there_name)
+            .is_some_and(|(_, line)| line.split_whitespace().any(|w| w == "read"))
+    });
+    assert_eq!(there.times_read("to the other machine"), 1);
+    assert_eq!(here.times_read("to the other machine"), 0);
+    terminal.text("q");
+    terminal.wait_for_shell();
+}

@@ -30,14 +30,20 @@ impl Fate {
     }
 }
 
+/// Where a session is: the index of its host (0 is this machine, then the other hosts
+/// `top --host` asks, in their order), and its pid there.
+type Key = (usize, Pid);
+
 /// The live sessions and the operator's view of them.
 #[derive(Debug, Default)]
 pub(crate) struct Board {
-    sessions: BTreeMap<Pid, LiveSession>,
-    /// The pids shown, in display order: the filter applied, then sorted.
-    shown: Vec<Pid>,
+    sessions: BTreeMap<Key, LiveSession>,
+    /// The sessions shown, in display order: the filter applied, then sorted.
+    shown: Vec<Key>,
+    /// The other hosts' names, by index (`hosts[0]` is host 1); none without `--host`.
+    hosts: Vec<String>,
     filter: String,
-    selected: Option<Pid>,
+    selected: Option<Key>,
     /// Index in `shown` of the first row on screen.
     offset: usize,
     /// How many rows the screen has room for.
@@ -64,29 +70,65 @@ pub(crate) struct Counts {
 }
 
 impl Board {
-    /// Applies the watch engine's events; the order is made again once, after all.
-    /// The sessions that started waiting (for `--bell`).
+    /// Shows the sessions of these other hosts too, each row with its host.
+    pub(crate) fn with_hosts(mut self, hosts: Vec<String>) -> Self {
+        self.hosts = hosts;
+        self
+    }
+
+    /// Applies the watch engine's events of this machine; the order is made again once,
+    /// after all. The sessions that started waiting (for `--bell`).
     pub(crate) fn apply(&mut self, events: impl IntoIterator<Item = Event>) -> usize {
+        self.apply_on(0, events)
+    }
+
+    /// [`Board::apply`] for the events of host `host` (1 and up: the other hosts).
+    pub(crate) fn apply_on(
+        &mut self,
+        host: usize,
+        events: impl IntoIterator<Item = Event>,
+    ) -> usize {
         let mut started_waiting = 0;
         for event in events {
             match event {
                 Event::Appeared(session) | Event::Changed(session) => {
+                    let key = (host, session.pid);
                     let was_waiting = self
                         .sessions
-                        .get(&session.pid)
+                        .get(&key)
                         .is_some_and(|s| is_waiting(&s.record));
                     if !was_waiting && is_waiting(&session.record) {
                         started_waiting += 1;
                     }
-                    self.sessions.insert(session.pid, session);
+                    self.sessions.insert(key, session);
                 }
                 Event::Vanished(session) => {
-                    self.sessions.remove(&session.pid);
+                    self.sessions.remove(&(host, session.pid));
                 }
             }
         }
         self.reorder();
         started_waiting
+    }
+
+    /// Whether rows show their host: other hosts are asked.
+    pub(crate) fn has_hosts(&self) -> bool {
+        !self.hosts.is_empty()
+    }
+
+    /// The host of the live session `session_id`, by its index (0: this machine).
+    pub(crate) fn host_of(&self, session_id: &str) -> Option<usize> {
+        self.sessions
+            .iter()
+            .find(|(_, s)| s.record.session_id == session_id)
+            .map(|((host, _), _)| *host)
+    }
+
+    /// A host's name: `local` for this machine.
+    pub(crate) fn host_name(&self, host: usize) -> &str {
+        host.checked_sub(1)
+            .and_then(|at| self.hosts.get(at))
+            .map_or(claude_peer_remote::LOCAL, String::as_str)
     }
 
     pub(crate) fn counts(&self) -> Counts {
@@ -147,7 +189,7 @@ impl Board {
             .iter()
             .skip(self.offset)
             .take(self.height)
-            .filter_map(|pid| self.sessions.get(pid))
+            .filter_map(|key| self.sessions.get(key))
             .collect();
         let selected = self
             .selected_index()
@@ -158,14 +200,14 @@ impl Board {
 
     fn selected_index(&self) -> Option<usize> {
         self.selected
-            .and_then(|pid| self.shown.iter().position(|&p| p == pid))
+            .and_then(|key| self.shown.iter().position(|&k| k == key))
     }
 
     /// The selected session, when one is shown.
     pub(crate) fn selected(&self) -> Option<&LiveSession> {
         self.selected
-            .filter(|pid| self.shown.contains(pid))
-            .and_then(|pid| self.sessions.get(&pid))
+            .filter(|key| self.shown.contains(key))
+            .and_then(|key| self.sessions.get(&key))
     }
 
     /// Moves the selection `by` rows, within the shown ones.
@@ -182,11 +224,11 @@ impl Board {
 
     /// Moves the selection to the first or the last shown row.
     pub(crate) fn move_to_end(&mut self, end: End) {
-        let pid = match end {
+        let key = match end {
             End::First => self.shown.first(),
             End::Last => self.shown.last(),
         };
-        self.selected = pid.copied().or(self.selected);
+        self.selected = key.copied().or(self.selected);
         self.scroll();
     }
 
@@ -224,14 +266,14 @@ impl Board {
     /// when it is gone from view).
     fn reorder(&mut self) {
         let needle = self.filter.to_lowercase();
-        let mut shown: Vec<&LiveSession> = self
+        let mut shown: Vec<(&Key, &LiveSession)> = self
             .sessions
-            .values()
-            .filter(|s| needle.is_empty() || matches(&s.record, &needle))
+            .iter()
+            .filter(|(_, s)| needle.is_empty() || matches(&s.record, &needle))
             .collect();
-        shown.sort_by_key(|s| order_key(s));
-        self.shown = shown.into_iter().map(|s| s.pid).collect();
-        if !self.selected.is_some_and(|pid| self.shown.contains(&pid)) {
+        shown.sort_by_key(|(key, s)| order_key(**key, s));
+        self.shown = shown.into_iter().map(|(key, _)| *key).collect();
+        if !self.selected.is_some_and(|key| self.shown.contains(&key)) {
             self.selected = self.shown.first().copied();
         }
         self.scroll();
@@ -243,8 +285,8 @@ fn is_waiting(record: &Record) -> bool {
 }
 
 /// Waiting first (the longest waiting at the top), then busy, idle and the rest, each
-/// by name and pid: rows move only when a session's status does.
-fn order_key(session: &LiveSession) -> (u8, u64, String, Pid) {
+/// by name, host and pid: rows move only when a session's status does.
+fn order_key(key: Key, session: &LiveSession) -> (u8, u64, String, Key) {
     let record = &session.record;
     let rank = match record.activity() {
         Some(Activity::Waiting) => 0,
@@ -258,7 +300,7 @@ fn order_key(session: &LiveSession) -> (u8, u64, String, Pid) {
         0
     };
     let name = record.display_name().unwrap_or_default().to_lowercase();
-    (rank, since, name, session.pid)
+    (rank, since, name, key)
 }
 
 fn matches(record: &Record, needle: &str) -> bool {

@@ -14,6 +14,7 @@
 //! the state as it is.
 
 mod board;
+mod hosts;
 mod keys;
 mod mail;
 mod screen;
@@ -30,6 +31,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use claude_peer_post::{Direction, LogFilter, Order, Store, default_store_path};
+use claude_peer_remote::Host;
 use claude_peer_settings::Snapshot;
 use claude_peer_watch::{Event, Watcher};
 
@@ -40,6 +42,7 @@ pub(crate) use self::state::Colors;
 use self::state::{Said, State};
 use crate::error::{Exit, Failure};
 use crate::ops::Context;
+use crate::ops::remote::Hosts;
 use crate::ops::settings::{self, Change};
 use crate::signals;
 use crate::table::now_ms;
@@ -54,6 +57,8 @@ pub(crate) struct Options {
     /// The Claude Code that sends messages, and the name they are from.
     pub(crate) claude: Option<PathBuf>,
     pub(crate) from: String,
+    /// The hosts `--host` asks, when given: their sessions beside (or instead of) these.
+    pub(crate) hosts: Option<Hosts>,
 }
 
 /// What reaches the loop.
@@ -64,6 +69,7 @@ pub(crate) enum LoopInput {
     Terminal(crossterm::event::Event),
     Signal(i32),
     Mail(Heard),
+    Host(hosts::Told),
 }
 
 pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
@@ -73,10 +79,21 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
             "top needs a terminal on stdin and stdout; scripts read `list --json` or `watch --json`",
         ));
     }
-    let mut watcher = Watcher::os(ctx.home.clone())?;
+    // This machine's sessions, unless `--host` leaves `local` out.
+    let here = options
+        .hosts
+        .as_ref()
+        .is_none_or(|hosts| hosts.list.contains(&Host::Local));
+    let mut watcher = if here {
+        Some(Watcher::os(ctx.home.clone())?)
+    } else {
+        None
+    };
     let mut first = Vec::new();
-    while let Some(event) = watcher.next_event(Duration::ZERO)? {
-        first.push(event);
+    if let Some(watcher) = &mut watcher {
+        while let Some(event) = watcher.next_event(Duration::ZERO)? {
+            first.push(event);
+        }
     }
     let mut state = State::new(
         ctx.home.sessions_dir(),
@@ -84,13 +101,23 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
         options.colors,
         now_ms(),
     );
-    if let Some(warning) = watcher.warnings().first() {
+    if let Some(hosts) = &options.hosts {
+        let names = hosts::others(hosts).iter().map(Host::to_string).collect();
+        state.board = std::mem::take(&mut state.board).with_hosts(names);
+    }
+    if let Some(warning) = watcher.as_ref().and_then(|w| w.warnings().first()) {
         state.status = warning.to_string();
     }
     state.board.apply(first);
 
     let (to_loop, inputs) = mpsc::channel();
-    spawn("top-watch", to_loop.clone(), move |to| watch(watcher, &to))?;
+    if let Some(watcher) = watcher {
+        spawn("top-watch", to_loop.clone(), move |to| watch(watcher, &to))?;
+    }
+    let followed = options
+        .hosts
+        .as_ref()
+        .map(|hosts| hosts::follow_all(hosts, &to_loop));
     spawn("top-keys", to_loop.clone(), |to| terminal(&to))?;
     // A second signal while the sender closes: out at once, the terminal given back
     // (again) first. The sender ends by itself when its stdin closes with us.
@@ -103,12 +130,15 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     )?;
     let origin = Origin {
         claude: options.claude,
-        from: options.from,
+        from: options.from.clone(),
     };
-    let mail = Mail::start(ctx.clone(), origin, to_loop);
+    let mail = Mail::start(ctx.clone(), origin, to_loop.clone());
     let mut dashboard = Dashboard {
         ctx,
         mail: &mail,
+        hosts: options.hosts.as_ref(),
+        from: options.from,
+        to_loop,
         history: default_store_path()
             .and_then(|path| Store::open(&path))
             .ok(),
@@ -118,6 +148,14 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     let mut screen = Screen::enter()?;
     let exit = dashboard.run(&mut screen, &inputs, options.bell);
     drop(screen);
+    for pid in followed
+        .iter()
+        .flat_map(|running| running.lock().map(|p| p.clone()).unwrap_or_default())
+    {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid.cast_signed()) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+    }
     let cancelled = mail.close();
     if cancelled > 0 {
         let plural = if cancelled == 1 { "" } else { "s" };
@@ -132,6 +170,10 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
 struct Dashboard<'a> {
     ctx: &'a Context,
     mail: &'a Mail,
+    /// The other hosts, and what a message to one of their sessions needs.
+    hosts: Option<&'a Hosts>,
+    from: String,
+    to_loop: Sender<LoopInput>,
     /// The history, where the open details' conversation is read from.
     history: Option<Store>,
     state: State,
@@ -209,6 +251,7 @@ impl Dashboard<'_> {
             }
             LoopInput::Signal(signal) => return Some(signals::exit_for(signal)),
             LoopInput::Mail(heard) => self.state.heard(heard),
+            LoopInput::Host(told) => self.rings += hosts::apply(&mut self.state, told),
         }
         None
     }
@@ -216,7 +259,18 @@ impl Dashboard<'_> {
     /// Does what a key asked, and tells the state how it went.
     fn perform(&mut self, action: Action) -> Option<Exit> {
         match action {
-            Action::Send { session_id, text } => self.mail.send(session_id, text),
+            Action::Send { session_id, text } => {
+                let there = self.state.board.host_of(&session_id).filter(|&at| at > 0);
+                let host = there.zip(self.hosts).and_then(|(at, hosts)| {
+                    Some((hosts, hosts::others(hosts).into_iter().nth(at - 1)?))
+                });
+                match host {
+                    Some((hosts, host)) => {
+                        hosts::send(hosts, host, session_id, text, &self.from, &self.to_loop);
+                    }
+                    None => self.mail.send(session_id, text),
+                }
+            }
             Action::SetPolicy { policy, expected } => {
                 let written =
                     settings::change(self.ctx, Change::Set(policy), Some(expected.as_str()))

@@ -148,8 +148,10 @@ fn table(frame: &mut Frame<'_>, state: &State, area: Rect) {
         return;
     }
     let (sessions, selected) = state.board.visible();
-    let cells: Vec<[String; 6]> = sessions.iter().map(|s| cells(state, s)).collect();
-    let widths = widths(area.width, &cells);
+    let columns = columns(state);
+    let status_at = columns.iter().position(|(title, _)| *title == "STATUS");
+    let cells: Vec<Vec<String>> = sessions.iter().map(|s| cells(state, s)).collect();
+    let widths = widths(area.width, &columns, &cells);
     let rows = sessions
         .iter()
         .zip(cells)
@@ -157,7 +159,13 @@ fn table(frame: &mut Frame<'_>, state: &State, area: Rect) {
         .map(|(i, (session, cells))| {
             let status = status_style(state.colors, session.record.activity());
             let row = Row::new(cells.into_iter().take(widths.len()).enumerate().map(
-                |(c, text)| Cell::from(text).style(if c == 1 { status } else { Style::new() }),
+                |(c, text)| {
+                    Cell::from(text).style(if Some(c) == status_at {
+                        status
+                    } else {
+                        Style::new()
+                    })
+                },
             ));
             if Some(i) == selected {
                 row.style(Style::new().add_modifier(Modifier::REVERSED))
@@ -165,7 +173,7 @@ fn table(frame: &mut Frame<'_>, state: &State, area: Rect) {
                 row
             }
         });
-    let header = Row::new(COLUMNS.iter().take(widths.len()).map(|(title, _)| *title))
+    let header = Row::new(columns.iter().take(widths.len()).map(|(title, _)| *title))
         .style(Style::new().add_modifier(Modifier::BOLD));
     let table = Table::new(rows, widths.iter().map(|&w| Constraint::Length(w)))
         .header(header)
@@ -173,8 +181,18 @@ fn table(frame: &mut Frame<'_>, state: &State, area: Rect) {
     frame.render_widget(table, area);
 }
 
-/// One row's cells, in [`COLUMNS`]' order.
-fn cells(state: &State, session: &LiveSession) -> [String; 6] {
+/// The table's columns: [`COLUMNS`], with `HOST` after the name when other hosts are
+/// asked.
+fn columns(state: &State) -> Vec<(&'static str, u16)> {
+    let mut columns = COLUMNS.to_vec();
+    if state.board.has_hosts() {
+        columns.insert(1, ("HOST", 24));
+    }
+    columns
+}
+
+/// One row's cells, in [`columns`]' order.
+fn cells(state: &State, session: &LiveSession) -> Vec<String> {
     let now = state.now_ms;
     let record = &session.record;
     let message = match state.board.fate(&record.session_id) {
@@ -182,7 +200,7 @@ fn cells(state: &State, session: &LiveSession) -> [String; 6] {
         None if session.addressability.is_addressable() => "yes".to_owned(),
         None => "no".to_owned(),
     };
-    [
+    let mut cells = vec![
         field(record.display_name().unwrap_or("-")).into_owned(),
         field(&status_text(Some(record), now)).into_owned(),
         field(&message).into_owned(),
@@ -191,15 +209,20 @@ fn cells(state: &State, session: &LiveSession) -> [String; 6] {
             .map_or_else(|| "-".to_owned(), |at| ago(now, at)),
         field(record.tmux.as_deref().unwrap_or("-")).into_owned(),
         field(record.cwd.as_deref().unwrap_or("-")).into_owned(),
-    ]
+    ];
+    if state.board.has_hosts() {
+        let host = state.board.host_of(&record.session_id).unwrap_or(0);
+        cells.insert(1, field(state.board.host_name(host)).into_owned());
+    }
+    cells
 }
 
 /// The widths of the columns that fit in `width`, left to right, one space between:
 /// each as wide as its title and the cells on screen, up to its cap.
-fn widths(width: u16, rows: &[[String; 6]]) -> Vec<u16> {
+fn widths(width: u16, columns: &[(&str, u16)], rows: &[Vec<String>]) -> Vec<u16> {
     let mut widths = Vec::new();
     let mut used: u16 = 0;
-    for (i, &(title, cap)) in COLUMNS.iter().enumerate() {
+    for (i, &(title, cap)) in columns.iter().enumerate() {
         let widest = rows
             .iter()
             .map(|r| Span::raw(r[i].as_str()).width())
@@ -210,7 +233,7 @@ fn widths(width: u16, rows: &[[String; 6]]) -> Vec<u16> {
             .min(cap);
         let gap = u16::from(i > 0);
         let left = width.saturating_sub(used + gap);
-        let last = i == COLUMNS.len() - 1;
+        let last = i == columns.len() - 1;
         if last && left >= MIN_LAST {
             widths.push(left);
         } else if i == 0 {

@@ -23,8 +23,12 @@ use crate::table::{field, now_ms, status_words};
 /// The longest wait before a host is asked again.
 const MOST_BACKOFF: Duration = Duration::from_secs(30);
 
-/// A host's stream: the pid of the `ssh` (or child) that runs it, to stop it at the end.
-type Running = Arc<Mutex<Vec<u32>>>;
+/// The streams' processes: the pids of the `ssh`s (or children) that run them, to stop
+/// them at the end.
+pub(crate) type Running = Arc<Mutex<Vec<u32>>>;
+
+/// Where a followed host's events go: `false` once nobody listens.
+pub(crate) type Tell<'a> = &'a dyn Fn(Value) -> bool;
 
 pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exit, Failure> {
     let (events, heard) = mpsc::channel::<Value>();
@@ -32,7 +36,15 @@ pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exi
     for host in hosts.list.clone() {
         let (hosts, events, running) = (hosts.clone(), events.clone(), Arc::clone(&running));
         let poll = args.poll;
-        std::thread::spawn(move || follow(&hosts, &host, poll, &events, &running));
+        std::thread::spawn(move || {
+            follow(
+                &hosts,
+                &host,
+                poll,
+                &|event| events.send(event).is_ok(),
+                &running,
+            );
+        });
     }
     drop(events);
     let result = loop {
@@ -59,8 +71,9 @@ pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exi
     result
 }
 
-/// Follows `host` for as long as the command runs: its `watch`, again after each drop.
-fn follow(hosts: &Hosts, host: &Host, poll: bool, events: &mpsc::Sender<Value>, running: &Running) {
+/// Follows `host` for as long as `tell` listens: its `watch`, again after each drop; each
+/// event marked with its host, `unreachable` and `reachable` as the link goes and comes.
+pub(crate) fn follow(hosts: &Hosts, host: &Host, poll: bool, tell: Tell<'_>, running: &Running) {
     let mut known: BTreeMap<String, Value> = BTreeMap::new();
     let mut backoff = Duration::from_secs(1);
     let mut reachable = true;
@@ -93,7 +106,7 @@ fn follow(hosts: &Hosts, host: &Host, poll: bool, events: &mpsc::Sender<Value>, 
                 let mut told = Told {
                     host,
                     known: &mut known,
-                    events,
+                    tell,
                     reachable: &mut reachable,
                     synced: false,
                 };
@@ -125,7 +138,7 @@ fn follow(hosts: &Hosts, host: &Host, poll: bool, events: &mpsc::Sender<Value>, 
         if reachable {
             reachable = false;
             let gone = json!({"event": "unreachable", "host": host.as_str(), "error": why.0, "message": why.1});
-            if events.send(gone).is_err() {
+            if !tell(gone) {
                 return;
             }
         }
@@ -138,7 +151,7 @@ fn follow(hosts: &Hosts, host: &Host, poll: bool, events: &mpsc::Sender<Value>, 
 struct Told<'a> {
     host: &'a Host,
     known: &'a mut BTreeMap<String, Value>,
-    events: &'a mpsc::Sender<Value>,
+    tell: Tell<'a>,
     reachable: &'a mut bool,
     /// Whether this connection got as far as its live sessions.
     synced: bool,
@@ -174,7 +187,7 @@ impl Told<'_> {
             } else {
                 self.known.insert(key, event["session"].clone());
             }
-            if self.events.send(event).is_err() {
+            if !(self.tell)(event) {
                 return false;
             }
         }
@@ -204,8 +217,7 @@ impl Told<'_> {
             }
         }
         *self.known = now;
-        told.into_iter()
-            .all(|event| self.events.send(event).is_ok())
+        told.into_iter().all(|event| (self.tell)(event))
     }
 }
 
