@@ -107,29 +107,18 @@ fn host_checks(hosts: &Hosts, host: &Host, session: Option<&str>) -> Vec<Value> 
                 None,
             )];
         }
-        Err(claude_peer_remote::Error::NotInstalled { host: name, bin }) => {
-            let err = claude_peer_remote::Error::NotInstalled { host: name, bin };
+        Err(
+            err @ (claude_peer_remote::Error::NotInstalled { .. }
+            | claude_peer_remote::Error::Incompatible { .. }),
+        ) => {
+            let fix = if matches!(err, claude_peer_remote::Error::NotInstalled { .. }) {
+                format!("install claude-peers on {host}, or pass --remote-bin PATH")
+            } else {
+                format!("install the same claude-peers on {host} as here")
+            };
             return vec![
                 check("ssh", true, format!("{host} answers over ssh"), None),
-                check(
-                    "remote claude-peers",
-                    false,
-                    err.to_string(),
-                    Some(format!(
-                        "install claude-peers on {host}, or pass --remote-bin PATH"
-                    )),
-                ),
-            ];
-        }
-        Err(err @ claude_peer_remote::Error::Incompatible { .. }) => {
-            return vec![
-                check("ssh", true, format!("{host} answers over ssh"), None),
-                check(
-                    "remote claude-peers",
-                    false,
-                    err.to_string(),
-                    Some(format!("install the same claude-peers on {host} as here")),
-                ),
+                check("remote claude-peers", false, err.to_string(), Some(fix)),
             ];
         }
         Err(err) => {

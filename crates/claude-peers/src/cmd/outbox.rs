@@ -85,19 +85,7 @@ pub(crate) fn exec_hosts(hosts: &Hosts, args: Args, out: &Output) -> Result<Exit
         Some(Action::Cancel { ids }) => (Some("cancel"), ids),
         Some(Action::Retry { ids }) => (Some("retry"), ids),
     };
-    let mut per_host: Vec<(Host, Vec<OsString>)> = Vec::new();
-    for id in &ids {
-        let Some((host, there)) = hosts.target(id) else {
-            return Err(Failure::usage(
-                "no_host",
-                format!("`{id}` names none of the hosts asked: write HOST:{id}"),
-            ));
-        };
-        match per_host.iter_mut().find(|(h, _)| h == host) {
-            Some((_, ids)) => ids.push(there.into()),
-            None => per_host.push((host.clone(), vec![there.into()])),
-        }
-    }
+    let per_host = hosts.group(&ids).map_err(no_host)?;
     let Some(verb) = verb else {
         let words = ["outbox".into()];
         if !out.is_json() {
@@ -110,7 +98,7 @@ pub(crate) fn exec_hosts(hosts: &Hosts, args: Args, out: &Output) -> Result<Exit
     let asked = hosts.ask_each(&chosen, |host| {
         let mut words = vec!["outbox".into(), verb.into()];
         if let Some((_, ids)) = per_host.iter().find(|(h, _)| h == host) {
-            words.extend(ids.iter().cloned());
+            words.extend(ids.iter().map(OsString::from));
         }
         (words, Vec::new())
     });
@@ -122,6 +110,14 @@ pub(crate) fn exec_hosts(hosts: &Hosts, args: Args, out: &Output) -> Result<Exit
         }
     }
     hosts_json(out, &records, &failed)
+}
+
+/// A target (or id) that names none of the hosts asked: a usage error.
+pub(crate) fn no_host(target: &str) -> Failure {
+    Failure::usage(
+        "no_host",
+        format!("`{target}` names none of the hosts asked: write HOST:{target}"),
+    )
 }
 
 /// The records of several hosts in one answer, the hosts that failed named on stderr.

@@ -11,6 +11,7 @@ use claude_peer_resolve::Target;
 use claude_peer_sender::DEFAULT_READ_WAIT;
 
 use crate::args::{ManagedSettingsArg, SenderArgs, Span, TimeoutArg, expiry, positive_span, span};
+use crate::cmd::outbox::no_host;
 use crate::cmd::queue;
 use claude_peer_remote::Host;
 use serde_json::Value;
@@ -219,19 +220,7 @@ pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exi
             "a relay program sends from this machine: it takes no --host",
         ));
     }
-    let mut per_host: Vec<(Host, Vec<String>)> = Vec::new();
-    for target in &args.targets {
-        let Some((host, there)) = hosts.target(target) else {
-            return Err(Failure::usage(
-                "no_host",
-                format!("`{target}` names none of the hosts asked: write HOST:{target}"),
-            ));
-        };
-        match per_host.iter_mut().find(|(h, _)| h == host) {
-            Some((_, targets)) => targets.push(there.to_owned()),
-            None => per_host.push((host.clone(), vec![there.to_owned()])),
-        }
-    }
+    let mut per_host: Vec<(Host, Vec<&str>)> = hosts.group(&args.targets).map_err(no_host)?;
     let everywhere = args.all_live || args.cwd.is_some();
     if everywhere {
         for host in &hosts.list {
@@ -268,7 +257,7 @@ pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exi
         return match remote::succeeded(&host, asked) {
             Ok(mut result) => {
                 remote::mark(&mut result, &host);
-                answer_of_host(out, &result, &host, &per_host[0].1[0])?;
+                answer_of_host(out, &result, &host, per_host[0].1[0])?;
                 Ok(Exit::Success)
             }
             Err(err) => host_failed(out, err),

@@ -147,6 +147,23 @@ impl Hosts {
         }
     }
 
+    /// `targets` by the host each is on ([`Hosts::target`]), in the order the hosts first
+    /// come, each host's as named there; the first target that names no host, if any.
+    pub(crate) fn group<'t>(
+        &self,
+        targets: &'t [String],
+    ) -> Result<Vec<(Host, Vec<&'t str>)>, &'t str> {
+        let mut per_host: Vec<(Host, Vec<&'t str>)> = Vec::new();
+        for target in targets {
+            let (host, there) = self.target(target).ok_or(target.as_str())?;
+            match per_host.iter_mut().find(|(h, _)| h == host) {
+                Some((_, named)) => named.push(there),
+                None => per_host.push((host.clone(), vec![there])),
+            }
+        }
+        Ok(per_host)
+    }
+
     /// The one host a target is on: the one its `HOST:` names, or the only host asked.
     pub(crate) fn target<'t>(&self, target: &'t str) -> Option<(&Host, &'t str)> {
         self.split(target).or(match self.list.as_slice() {
@@ -354,7 +371,7 @@ pub(crate) struct Merged {
 
 impl Merged {
     /// `host`'s answer to a send to `targets` (none for `--all-live` or `--cwd`).
-    pub(crate) fn add(&mut self, host: &Host, targets: &[String], asked: Asked) {
+    pub(crate) fn add(&mut self, host: &Host, targets: &[&str], asked: Asked) {
         let reply = match asked {
             Ok(reply) => reply,
             Err(err) => return self.host_failed(host, targets, &HostError::Way(err)),
@@ -400,7 +417,7 @@ impl Merged {
         merged
     }
 
-    fn host_failed(&mut self, host: &Host, targets: &[String], err: &HostError) {
+    fn host_failed(&mut self, host: &Host, targets: &[&str], err: &HostError) {
         let failure = err.json(host);
         for target in targets {
             let mut result = failure.clone();
