@@ -171,7 +171,7 @@ impl Ssh {
     ///
     /// # Errors
     ///
-    /// What [`check`] finds, or [`Error::NoSsh`] when ssh cannot be started.
+    /// What [`Ssh::check`] finds, or [`Error::NoSsh`] when ssh cannot be started.
     pub fn run<S: AsRef<OsStr>>(
         &self,
         host: &str,
