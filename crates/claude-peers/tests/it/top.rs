@@ -252,6 +252,15 @@ fn a_panic_or_a_signal_gives_the_terminal_back_too() {
     let (home, cache) = (TempHome::new().unwrap(), temp());
     let terminal = Terminal::shell(120, 30, &[]);
     terminal.line("echo BEFORE-TOP-MARKER");
+    // Typed once the shell is back at its prompt: a line typed ahead is echoed early,
+    // and the shell's next prompt can land amid top's output.
+    terminal.wait("the marker, then the prompt", |s| {
+        let lines: Vec<&str> = s.lines().collect();
+        lines
+            .iter()
+            .position(|l| *l == "BEFORE-TOP-MARKER")
+            .is_some_and(|at| lines.get(at + 1).is_some_and(|l| l.starts_with('$')))
+    });
     terminal.line(&format!(
         "CLAUDE_PEERS_TEST_PANIC=top {} --home {} top; echo EXIT=$?",
         env!("CARGO_BIN_EXE_claude-peers"),
