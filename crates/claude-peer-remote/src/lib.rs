@@ -18,4 +18,5 @@ pub use host::{Host, LOCAL};
 pub use quote::shell_line;
 pub use ssh::{
     Answer, DEFAULT_CONNECT_TIMEOUT, INCOMPATIBLE, PROTOCOL, PROTOCOL_FLAG, SSH_VAR, Ssh,
+    last_words,
 };

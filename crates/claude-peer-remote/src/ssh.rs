@@ -278,8 +278,10 @@ fn read_bounded(from: &mut impl Read) -> Vec<u8> {
     bytes
 }
 
-/// The last line that says something, at most 500 characters.
-fn last_words(stderr: &str) -> Option<String> {
+/// The last line of `stderr` that says something, at most 500 characters: what an
+/// error quotes of a program's diagnostics.
+#[must_use]
+pub fn last_words(stderr: &str) -> Option<String> {
     stderr
         .lines()
         .map(str::trim)

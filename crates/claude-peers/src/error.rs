@@ -119,28 +119,18 @@ impl From<ops::Error> for Failure {
 /// The user's `config.toml` cannot be used: a value the command cannot take, exit 2.
 impl From<crate::config::Error> for Failure {
     fn from(err: crate::config::Error) -> Self {
-        Self {
-            exit: Exit::Usage,
-            key: "error",
-            name: "config_invalid",
-            message: err.to_string(),
-        }
+        Self::usage("config_invalid", err.to_string())
     }
 }
 
 impl From<claude_peer_remote::Error> for Failure {
     fn from(err: claude_peer_remote::Error) -> Self {
-        let exit = match err {
+        let make = match err {
             claude_peer_remote::Error::BadHost { .. }
-            | claude_peer_remote::Error::HostsFile { .. } => Exit::Usage,
-            _ => Exit::Error,
+            | claude_peer_remote::Error::HostsFile { .. } => Self::usage,
+            _ => Self::error,
         };
-        Self {
-            exit,
-            key: "error",
-            name: err.as_str(),
-            message: err.to_string(),
-        }
+        make(err.as_str(), err.to_string())
     }
 }
 

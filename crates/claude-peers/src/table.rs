@@ -266,6 +266,18 @@ pub(crate) fn status_text(record: Option<&Record>, now_ms: u64) -> String {
     )
 }
 
+/// The status cell of a host's session, from its JSON (as `list --json` prints it).
+pub(crate) fn status_of_json(session: &serde_json::Value, now_ms: u64) -> String {
+    let text = |key: &str| session[key].as_str();
+    let word = text("vendor_status").map(|vendor| text("status").unwrap_or(vendor));
+    status_words(
+        word,
+        text("waiting_for"),
+        session["status_updated_at_ms"].as_u64(),
+        now_ms,
+    )
+}
+
 /// The status cell from its facts, a record's or a host's JSON: `starting` before the
 /// first status; what it waits for; for how long.
 pub(crate) fn status_words(

@@ -13,7 +13,7 @@ use crate::json::SessionJson;
 use crate::ops::remote::Hosts;
 use crate::ops::{Context, sessions};
 use crate::output::{JsonArray, Output};
-use crate::table::{Column, Table, field, now_ms, status_text, status_words};
+use crate::table::{Column, Table, field, now_ms, status_of_json, status_text};
 
 // `list`'s flags (its help is the command's, in `cli.rs`).
 #[derive(Debug, clap::Args)]
@@ -87,13 +87,7 @@ fn host_row(session: &Value, scope: Scope) -> Vec<String> {
     let status = if session["session_id"].is_null() {
         "-".to_owned()
     } else {
-        let word = text("vendor_status").map(|vendor| text("status").unwrap_or(vendor));
-        status_words(
-            word,
-            text("waiting_for"),
-            session["status_updated_at_ms"].as_u64(),
-            now_ms(),
-        )
+        status_of_json(session, now_ms())
     };
     let mut row = vec![
         or_dash("host"),

@@ -267,14 +267,8 @@ fn reply(host: &Host, answer: &Answer) -> Asked {
         .map_err(|_| claude_peer_remote::Error::BadAnswer {
             host: host.to_string(),
             exit: answer.exit,
-            message: answer
-                .stderr
-                .lines()
-                .rfind(|line| !line.trim().is_empty())
-                .unwrap_or("no output")
-                .chars()
-                .take(500)
-                .collect(),
+            message: claude_peer_remote::last_words(&answer.stderr)
+                .unwrap_or_else(|| "no output".to_owned()),
         })
 }
 

@@ -148,13 +148,8 @@ pub(crate) fn run(ctx: &Context, options: Options) -> Result<Exit, Failure> {
     let mut screen = Screen::enter()?;
     let exit = dashboard.run(&mut screen, &inputs, options.bell);
     drop(screen);
-    for pid in followed
-        .iter()
-        .flat_map(|running| running.lock().map(|p| p.clone()).unwrap_or_default())
-    {
-        if let Some(pid) = rustix::process::Pid::from_raw(pid.cast_signed()) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
+    if let Some(running) = &followed {
+        crate::cmd::watch::stop(running);
     }
     let cancelled = mail.close();
     if cancelled > 0 {

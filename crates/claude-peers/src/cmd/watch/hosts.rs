@@ -18,7 +18,7 @@ use super::{Args, stdout_closed_while_waiting};
 use crate::error::{Exit, Failure};
 use crate::ops::remote::{Hosts, mark};
 use crate::output::Output;
-use crate::table::{field, now_ms, status_words};
+use crate::table::{field, now_ms, status_of_json};
 
 /// The longest wait before a host is asked again.
 const MOST_BACKOFF: Duration = Duration::from_secs(30);
@@ -63,12 +63,17 @@ pub(crate) fn exec_hosts(hosts: &Hosts, args: &Args, out: &Output) -> Result<Exi
             Err(err) => break Err(Failure::from(err)),
         }
     };
+    stop(&running);
+    result
+}
+
+/// Stops the followers' processes still running (SIGTERM): the command is ending.
+pub(crate) fn stop(running: &Running) {
     for pid in running.lock().map(|p| p.clone()).unwrap_or_default() {
         if let Some(pid) = rustix::process::Pid::from_raw(pid.cast_signed()) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         }
     }
-    result
 }
 
 /// Follows `host` for as long as `tell` listens: its `watch`, again after each drop; each
@@ -247,13 +252,7 @@ fn print(out: &Output, event: &Value) -> std::io::Result<()> {
                 _ => out.style.paint("33", "changed "),
             };
             let text = |key: &str| session[key].as_str();
-            let word = text("vendor_status").map(|vendor| text("status").unwrap_or(vendor));
-            let status = status_words(
-                word,
-                text("waiting_for"),
-                session["status_updated_at_ms"].as_u64(),
-                now_ms(),
-            );
+            let status = status_of_json(session, now_ms());
             format!(
                 "{} {painted} {} pid {} {} {}\n",
                 field(host),

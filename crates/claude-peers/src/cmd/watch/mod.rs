@@ -30,7 +30,7 @@ pub(crate) struct Args {
     synced: bool,
 }
 
-pub(crate) use hosts::{Running, exec_hosts, follow};
+pub(crate) use hosts::{Running, exec_hosts, follow, stop};
 
 pub(crate) fn exec(ctx: &Context, args: &Args, out: &Output) -> Result<Exit, Failure> {
     let home = ctx.home.clone();
